@@ -1,0 +1,118 @@
+//! Coalesce and filter: the same function with fewer modes.
+
+use crate::error::{mul, LayoutError, Result};
+use crate::int_tuple::IntTuple;
+use crate::layout::Layout;
+
+/// Merges modes from the back (CuTe's `bw_coalesce`): size-1 modes vanish,
+/// and `s0:d0` followed by `s1:(s0*d0)` becomes `(s0*s1):d0`.
+/// `front` is the initial last mode.
+fn bw_coalesce(modes: &[(i64, i64)], front: (i64, i64)) -> Result<Vec<(i64, i64)>> {
+    let mut out = vec![front];
+    for &(s, d) in modes.iter().rev() {
+        if s == 1 {
+            continue;
+        }
+        if out.len() == 1 && out[0].0 == 1 {
+            out[0] = (s, d);
+        } else if mul(s, d, "coalesce")? == out[0].1 {
+            out[0] = (mul(s, out[0].0, "coalesce")?, d);
+        } else {
+            out.insert(0, (s, d));
+        }
+    }
+    if out.len() == 1 && out[0].0 == 1 {
+        out[0] = (1, 0);
+    }
+    Ok(out)
+}
+
+/// The flattened modes of a layout, merged where possible: same function and
+/// size on the domain, depth at most 1.
+pub(crate) fn coalesced_modes(layout: &Layout) -> Result<Vec<(i64, i64)>> {
+    let flat = layout.flat_modes();
+    let (last, rest) = flat.split_last().unwrap_or((&(1, 0), &[]));
+    bw_coalesce(rest, *last)
+}
+
+/// Like [`coalesced_modes`], but the function is also kept past the size
+/// (CuTe's `coalesce_x`): a trailing size-1 mode keeps its stride.
+pub(crate) fn coalesced_modes_x(layout: &Layout) -> Result<Vec<(i64, i64)>> {
+    let flat = layout.flat_modes();
+    let (last, rest) = flat.split_last().unwrap_or((&(1, 0), &[]));
+    let front = if last.0 == 1 { (2, last.1) } else { *last };
+    bw_coalesce(rest, front)
+}
+
+/// Coalesce: flatten and merge modes; the result has depth ≤ 1, the same size
+/// and the same values `L(i)` for `i < size(L)`. An all-size-1 layout gives `1:0`.
+///
+/// ```
+/// use retile_layout::{coalesce, Layout};
+/// let l: Layout = "(2,(1,6)):(1,(6,2))".parse().unwrap();
+/// assert_eq!(coalesce(&l).unwrap().to_string(), "12:1");
+/// ```
+pub fn coalesce(layout: &Layout) -> Result<Layout> {
+    Ok(Layout::from_flat(&coalesced_modes(layout)?))
+}
+
+/// Coalesce by profile: each mode named by a tuple `profile` is coalesced on
+/// its own (recursively); an integer profile coalesces the whole layout.
+///
+/// ```
+/// use retile_layout::{coalesce_profile, Layout};
+/// let l: Layout = "(2,(1,6)):(1,(6,2))".parse().unwrap();
+/// let p = "(1,1)".parse().unwrap();
+/// assert_eq!(coalesce_profile(&l, &p).unwrap().to_string(), "(2,6):(1,2)");
+/// ```
+pub fn coalesce_profile(layout: &Layout, profile: &IntTuple) -> Result<Layout> {
+    match profile {
+        IntTuple::Int(_) => coalesce(layout),
+        IntTuple::Tuple(ps) => {
+            if ps.len() > layout.rank() {
+                return Err(LayoutError::RankMismatch {
+                    op: "coalesce",
+                    reason: format!(
+                        "the profile {profile} has {} modes but the layout has rank {}",
+                        ps.len(),
+                        layout.rank()
+                    ),
+                });
+            }
+            by_mode(layout, ps.len(), |i, mode| coalesce_profile(&mode, &ps[i]))
+        }
+    }
+}
+
+/// Applies `f` to each of the first `count` modes, keeps the others, and
+/// gathers the results as a tuple layout (CuTe's `transform_layout`).
+pub(crate) fn by_mode(
+    layout: &Layout,
+    count: usize,
+    mut f: impl FnMut(usize, Layout) -> Result<Layout>,
+) -> Result<Layout> {
+    let modes = layout
+        .modes()
+        .into_iter()
+        .enumerate()
+        .map(|(i, m)| if i < count { f(i, m) } else { Ok(m) })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Layout::from_modes(modes))
+}
+
+/// Filter: drop stride-0 and size-1 modes, then coalesce.
+///
+/// ```
+/// use retile_layout::{filter, Layout};
+/// let l: Layout = "(4,3,2):(0,1,3)".parse().unwrap();
+/// assert_eq!(filter(&l).unwrap().to_string(), "6:1");
+/// ```
+pub fn filter(layout: &Layout) -> Result<Layout> {
+    Ok(Layout::from_flat(&filtered_modes(layout)?))
+}
+
+/// The modes of `filter(layout)`.
+pub(crate) fn filtered_modes(layout: &Layout) -> Result<Vec<(i64, i64)>> {
+    let kept: Vec<(i64, i64)> = layout.flat_modes().into_iter().filter(|&(_, d)| d != 0).collect();
+    coalesced_modes(&Layout::from_flat(&kept))
+}

@@ -1,0 +1,128 @@
+//! Functional composition `A ∘ B`: `(A ∘ B)(c) = A(B(c))`.
+
+use crate::coalesce::{by_mode, coalesced_modes_x};
+use crate::error::{ceil_div, mul, LayoutError, Result};
+use crate::int_tuple::IntTuple;
+use crate::layout::Layout;
+use crate::tiler::Tiler;
+
+/// Composition of two layouts, `R(c) = A(B(c))` for every coordinate of B;
+/// R is compatible with B.
+///
+/// B is applied mode by mode (right distributivity); each integer mode
+/// `s:d` of B takes every `d`-th element of the coalesced A, then the first
+/// `s` of those. Both steps must divide A's modes evenly (CuTe's stride and
+/// shape divisibility conditions); otherwise the result would be wrong and
+/// an error is returned.
+///
+/// ```
+/// use retile_layout::{composition, Layout};
+/// let a: Layout = "(6,2):(8,2)".parse().unwrap();
+/// let b: Layout = "(4,3):(3,1)".parse().unwrap();
+/// assert_eq!(composition(&a, &b).unwrap().to_string(), "((2,2),3):((24,2),8)");
+/// ```
+pub fn composition(a: &Layout, b: &Layout) -> Result<Layout> {
+    let flat_a = coalesced_modes_x(a)?;
+    compose_shape(&flat_a, b.shape(), b.stride())
+}
+
+/// Composition with a tiler: a layout tiler composes as a 1-D function, a
+/// by-mode tiler composes mode `i` of A with tiler mode `i` and drops the
+/// modes of A that it does not name, `_` leaves a mode as it is.
+///
+/// ```
+/// use retile_layout::{composition_tiler, Layout, Tiler};
+/// let a: Layout = "(4,6,8):(1,5,100)".parse().unwrap();
+/// let t: Tiler = "<2:2,3:1>".parse().unwrap();
+/// assert_eq!(composition_tiler(&a, &t).unwrap().to_string(), "(2,3):(2,5)");
+/// ```
+pub fn composition_tiler(a: &Layout, tiler: &Tiler) -> Result<Layout> {
+    match tiler {
+        Tiler::Layout(b) => composition(a, b),
+        Tiler::Underscore => Ok(a.clone()),
+        Tiler::Modes(ts) => {
+            check_tiler_rank("composition", ts.len(), a)?;
+            let modes = ts
+                .iter()
+                .enumerate()
+                .map(|(i, t)| composition_tiler(&a.mode(i)?, t))
+                .collect::<Result<Vec<_>>>()?;
+            Ok(Layout::from_modes(modes))
+        }
+    }
+}
+
+/// A by-mode tiler may not have more modes than the layout.
+pub(crate) fn check_tiler_rank(op: &'static str, tiler: usize, a: &Layout) -> Result<()> {
+    if tiler > a.rank() {
+        return Err(LayoutError::TooManyModes { op, tiler, layout: a.rank() });
+    }
+    Ok(())
+}
+
+/// Applies a tiler by mode, keeping the modes it does not name (the rule of
+/// divides and products).
+pub(crate) fn apply_tiler(
+    op: &'static str,
+    a: &Layout,
+    tiler: &Tiler,
+    f: &impl Fn(&Layout, &Layout) -> Result<Layout>,
+) -> Result<Layout> {
+    match tiler {
+        Tiler::Layout(b) => f(a, b),
+        Tiler::Underscore => Ok(a.clone()),
+        Tiler::Modes(ts) => {
+            check_tiler_rank(op, ts.len(), a)?;
+            by_mode(a, ts.len(), |i, mode| apply_tiler(op, &mode, &ts[i], f))
+        }
+    }
+}
+
+fn compose_shape(flat_a: &[(i64, i64)], shape: &IntTuple, stride: &IntTuple) -> Result<Layout> {
+    match (shape, stride) {
+        (IntTuple::Int(s), IntTuple::Int(d)) => compose_mode(flat_a, *s, *d),
+        (IntTuple::Tuple(ss), IntTuple::Tuple(ds)) => {
+            let modes = ss.iter().zip(ds).map(|(s, d)| compose_shape(flat_a, s, d)).collect::<Result<Vec<_>>>()?;
+            Ok(Layout::from_modes(modes))
+        }
+        _ => Err(LayoutError::NotCongruent { shape: shape.to_string(), stride: stride.to_string() }),
+    }
+}
+
+/// `A ∘ (s:d)` for a coalesced, flat A.
+fn compose_mode(flat_a: &[(i64, i64)], s: i64, d: i64) -> Result<Layout> {
+    if d == 0 {
+        return Layout::vector(s, 0);
+    }
+    let Some((&(_, last_stride), leading)) = flat_a.split_last() else {
+        return Layout::vector(s, 0);
+    };
+    if leading.is_empty() {
+        return Layout::vector(s, mul(d, last_stride, "a composed stride")?);
+    }
+    let mut result = Vec::new();
+    let mut rest_shape = s;
+    let mut rest_stride = d;
+    for (mode, &(curr_shape, curr_stride)) in leading.iter().enumerate() {
+        let magnitude = rest_stride.checked_abs().ok_or(LayoutError::Overflow { what: "a composed stride" })?;
+        let next_shape = ceil_div(curr_shape, magnitude);
+        let divides = magnitude % curr_shape == 0 || curr_shape % magnitude == 0;
+        if !divides && (magnitude >= curr_shape || rest_shape > next_shape) {
+            return Err(LayoutError::StrideDivisibility { mode, extent: curr_shape, stride: rest_stride });
+        }
+        let next_stride = ceil_div(magnitude, curr_shape) * rest_stride.signum();
+        if next_shape != 1 && rest_shape != 1 {
+            let taken = next_shape.min(rest_shape);
+            if rest_shape % taken != 0 {
+                return Err(LayoutError::ShapeDivisibility { mode, taken, rest: rest_shape });
+            }
+            result.push((taken, mul(rest_stride, curr_stride, "a composed stride")?));
+            rest_shape /= taken;
+        }
+        rest_stride = next_stride;
+    }
+    if result.is_empty() || rest_shape != 1 {
+        result.push((rest_shape, mul(rest_stride, last_stride, "a composed stride")?));
+    }
+    Ok(Layout::from_flat(&result))
+}

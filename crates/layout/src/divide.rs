@@ -1,0 +1,108 @@
+//! The divide family: split a layout into (tile, rest).
+
+use crate::coalesce::coalesce;
+use crate::complement::complement;
+use crate::composition::{apply_tiler, composition};
+use crate::error::{LayoutError, Result};
+use crate::layout::Layout;
+use crate::tiler::Tiler;
+
+/// `logical_divide(A, T)`: for a layout tiler B,
+/// `A ∘ (B, complement(B, shape(coalesce(A))))`, so mode 0 is `A ∘ B` (the
+/// tile) and mode 1 walks the tiles; a by-mode tiler divides mode by mode.
+///
+/// ```
+/// use retile_layout::{logical_divide, Layout, Tiler};
+/// let a: Layout = "(4,2,3):(2,1,8)".parse().unwrap();
+/// let t: Tiler = "4:2".parse().unwrap();
+/// assert_eq!(logical_divide(&a, &t).unwrap().to_string(), "((2,2),(2,3)):((4,1),(2,8))");
+/// ```
+pub fn logical_divide(a: &Layout, tiler: &Tiler) -> Result<Layout> {
+    apply_tiler("logical_divide", a, tiler, &|a, b| {
+        let rest = complement(b, coalesce(a)?.shape())?;
+        composition(a, &Layout::from_modes(vec![b.clone(), rest]))
+    })
+}
+
+/// `zipped_divide(A, T)`: `((tiles...), (rests...))` — the tile modes of a
+/// by-mode divide gathered in mode 0, the rest modes in mode 1.
+///
+/// ```
+/// use retile_layout::{zipped_divide, Layout, Tiler};
+/// let a: Layout = "(4,6):(1,4)".parse().unwrap();
+/// let t: Tiler = "<2,3>".parse().unwrap();
+/// assert_eq!(zipped_divide(&a, &t).unwrap().to_string(), "((2,3),(2,2)):((1,4),(2,12))");
+/// ```
+pub fn zipped_divide(a: &Layout, tiler: &Tiler) -> Result<Layout> {
+    tile_unzip(&logical_divide(a, tiler)?, tiler)
+}
+
+/// `tiled_divide(A, T)`: `((tiles...), rest0, rest1, ...)`.
+///
+/// ```
+/// use retile_layout::{tiled_divide, Layout, Tiler};
+/// let a: Layout = "(4,6):(1,4)".parse().unwrap();
+/// let t: Tiler = "<2,3>".parse().unwrap();
+/// assert_eq!(tiled_divide(&a, &t).unwrap().to_string(), "((2,3),2,2):((1,4),2,12)");
+/// ```
+pub fn tiled_divide(a: &Layout, tiler: &Tiler) -> Result<Layout> {
+    splice(&zipped_divide(a, tiler)?, false)
+}
+
+/// `flat_divide(A, T)`: `(tile0, tile1, ..., rest0, rest1, ...)`.
+///
+/// ```
+/// use retile_layout::{flat_divide, Layout, Tiler};
+/// let a: Layout = "(4,6):(1,4)".parse().unwrap();
+/// let t: Tiler = "<2,3>".parse().unwrap();
+/// assert_eq!(flat_divide(&a, &t).unwrap().to_string(), "(2,3,2,2):(1,4,2,12)");
+/// ```
+pub fn flat_divide(a: &Layout, tiler: &Tiler) -> Result<Layout> {
+    splice(&zipped_divide(a, tiler)?, true)
+}
+
+/// CuTe's `tile_unzip`: regroups a by-mode result `((t0,r0),(t1,r1),x...)`
+/// as `((t0,t1),(r0,r1,x...))`; with a layout tiler it is already `(t, r)`.
+pub(crate) fn tile_unzip(layout: &Layout, guide: &Tiler) -> Result<Layout> {
+    let (tiles, rests) = unzip(layout, guide)?;
+    Ok(Layout::from_modes(vec![tiles, rests]))
+}
+
+fn unzip(layout: &Layout, guide: &Tiler) -> Result<(Layout, Layout)> {
+    match guide {
+        Tiler::Modes(gs) => {
+            let modes = layout.modes();
+            let mut tiles = Vec::with_capacity(gs.len());
+            let mut rests = Vec::with_capacity(modes.len());
+            for (mode, g) in modes.iter().zip(gs) {
+                let (t, r) = unzip(mode, g)?;
+                tiles.push(t);
+                rests.push(r);
+            }
+            rests.extend(modes.into_iter().skip(gs.len()));
+            Ok((Layout::from_modes(tiles), Layout::from_modes(rests)))
+        }
+        Tiler::Layout(_) | Tiler::Underscore => match layout.modes().as_slice() {
+            [tile, rest] if layout.shape().depth() > 0 => Ok((tile.clone(), rest.clone())),
+            _ => Err(LayoutError::RankMismatch {
+                op: "zipped divide/product",
+                reason: format!("mode {layout} must have rank 2 (tile, rest) to be unzipped; a `_` tiler mode can only stand for such a mode"),
+            }),
+        },
+    }
+}
+
+/// Splices the modes of mode 1 (and, if `flat`, of mode 0) into the top
+/// level, as CuTe's `result(_, repeat<R1>(_))` does: a mode of rank 1 stays
+/// as it is.
+pub(crate) fn splice(zipped: &Layout, flat: bool) -> Result<Layout> {
+    let tile = zipped.mode(0)?;
+    let rest = zipped.mode(1)?;
+    let mut modes = if flat && tile.rank() > 1 { tile.modes() } else { vec![tile] };
+    if rest.rank() > 1 {
+        modes.extend(rest.modes());
+    } else {
+        modes.push(rest);
+    }
+    Ok(Layout::from_modes(modes))
+}

@@ -1,0 +1,167 @@
+//! Errors of the layout algebra: every rejected input says which rule it broke.
+
+use thiserror::Error;
+
+/// Everything that can go wrong in the layout algebra.
+///
+/// Each variant names the rule that was broken and, where there is one, the
+/// offending mode, so that a user can see what to change.
+///
+/// ```
+/// use retile_layout::{Layout, LayoutError};
+/// let a: Layout = "(4,3):(1,5)".parse().unwrap();
+/// let b: Layout = "6:1".parse().unwrap();
+/// let err = retile_layout::composition(&a, &b).unwrap_err();
+/// assert!(matches!(err, LayoutError::ShapeDivisibility { .. }));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum LayoutError {
+    /// An `i64` operation overflowed; retile never wraps.
+    #[error("integer overflow while computing {what}; use smaller shapes or strides")]
+    Overflow {
+        /// What was being computed.
+        what: &'static str,
+    },
+    /// Text could not be parsed.
+    #[error("parse error at column {column}: {message}")]
+    Parse {
+        /// 1-based column of the offending character.
+        column: usize,
+        /// What was expected or found.
+        message: String,
+    },
+    /// Shape and stride do not have the same nesting.
+    #[error("shape {shape} and stride {stride} are not congruent: they must have the same nesting")]
+    NotCongruent {
+        /// The shape as written.
+        shape: String,
+        /// The stride as written.
+        stride: String,
+    },
+    /// A shape extent is zero or negative.
+    #[error("shape extent {extent} is not positive: every extent must be at least 1")]
+    NonPositiveExtent {
+        /// The offending extent.
+        extent: i64,
+    },
+    /// A mode index is out of range.
+    #[error("mode {index} does not exist: the layout has rank {rank}")]
+    NoSuchMode {
+        /// Requested mode.
+        index: usize,
+        /// Rank of the layout.
+        rank: usize,
+    },
+    /// A coordinate does not match the shape it indexes.
+    #[error("coordinate {coord} does not fit shape {shape}: {reason}")]
+    BadCoordinate {
+        /// The coordinate.
+        coord: String,
+        /// The shape.
+        shape: String,
+        /// Why it does not fit.
+        reason: &'static str,
+    },
+    /// Composition: the stride being divided out is neither a multiple nor a divisor of a mode.
+    #[error("Stride Divisibility Condition violated: stride {stride} of the right operand is neither a multiple nor a divisor of extent {extent} of mode {mode} of the coalesced left operand")]
+    StrideDivisibility {
+        /// Index of the mode of the coalesced left layout.
+        mode: usize,
+        /// Its extent.
+        extent: i64,
+        /// The remaining stride of the right operand.
+        stride: i64,
+    },
+    /// Composition: the shape being taken does not split evenly over a mode.
+    #[error("Shape Divisibility Condition violated: the remaining extent {rest} of the right operand is not a multiple of {taken}, the part of mode {mode} of the coalesced left operand it covers")]
+    ShapeDivisibility {
+        /// Index of the mode of the coalesced left layout.
+        mode: usize,
+        /// The elements taken from that mode.
+        taken: i64,
+        /// The remaining extent of the right operand.
+        rest: i64,
+    },
+    /// Complement of a layout that is not injective or whose strides do not divide evenly.
+    #[error("complement needs an injective layout whose sorted strides divide evenly: mode {mode} (stride {stride}) is not a multiple of {covered}, the extent covered by the modes of smaller stride")]
+    ComplementNotDivisible {
+        /// Index of the offending mode in the filtered (flattened) layout.
+        mode: usize,
+        /// Its stride.
+        stride: i64,
+        /// The extent covered by the modes of smaller stride.
+        covered: i64,
+    },
+    /// An operation that needs non-negative strides got a negative one.
+    #[error("{op} needs non-negative strides, but mode {mode} has stride {stride}")]
+    NegativeStride {
+        /// The operation.
+        op: &'static str,
+        /// Offending mode (flattened index).
+        mode: usize,
+        /// Its stride.
+        stride: i64,
+    },
+    /// A cotarget that is not positive.
+    #[error("cotarget {cotarget} is not positive: complement needs a codomain size of at least 1")]
+    BadCotarget {
+        /// The cotarget as written.
+        cotarget: String,
+    },
+    /// A by-mode tiler with more modes than the layout.
+    #[error("{op}: the tiler has {tiler} modes but the layout has only {layout}; give at most {layout} tiler modes")]
+    TooManyModes {
+        /// The operation.
+        op: &'static str,
+        /// Modes in the tiler.
+        tiler: usize,
+        /// Rank of the layout.
+        layout: usize,
+    },
+    /// A profile or guide whose rank does not fit the layout.
+    #[error("{op}: {reason}")]
+    RankMismatch {
+        /// The operation.
+        op: &'static str,
+        /// What does not fit.
+        reason: String,
+    },
+    /// Left inverse: a stride is not a multiple of the extent already inverted.
+    #[error("left inverse divisibility condition violated: stride {stride} of mode {mode} is not a multiple of {covered}")]
+    LeftInverseDivisibility {
+        /// Offending mode (coalesced index).
+        mode: usize,
+        /// Its stride.
+        stride: i64,
+        /// The extent inverted so far.
+        covered: i64,
+    },
+    /// The result would be too large to enumerate or draw.
+    #[error("{what} has {count} entries, more than the limit of {limit}")]
+    TooLarge {
+        /// What was to be enumerated.
+        what: &'static str,
+        /// How many entries.
+        count: i64,
+        /// The limit.
+        limit: i64,
+    },
+}
+
+/// Result type of the layout algebra.
+pub type Result<T> = std::result::Result<T, LayoutError>;
+
+/// `a * b`, or an overflow error naming `what`.
+pub(crate) fn mul(a: i64, b: i64, what: &'static str) -> Result<i64> {
+    a.checked_mul(b).ok_or(LayoutError::Overflow { what })
+}
+
+/// `a + b`, or an overflow error naming `what`.
+pub(crate) fn add(a: i64, b: i64, what: &'static str) -> Result<i64> {
+    a.checked_add(b).ok_or(LayoutError::Overflow { what })
+}
+
+/// `ceil(a / b)` for `a >= 0`, `b > 0`.
+pub(crate) fn ceil_div(a: i64, b: i64) -> i64 {
+    a / b + i64::from(a % b != 0)
+}

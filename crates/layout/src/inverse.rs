@@ -1,0 +1,127 @@
+//! Inverses and the largest common vector of two layouts.
+
+use crate::coalesce::{coalesce, coalesced_modes};
+use crate::complement::sorted_by_stride;
+use crate::composition::composition;
+use crate::error::{mul, LayoutError, Result};
+use crate::layout::Layout;
+
+/// Exclusive prefix products of the extents (the index step of each mode).
+fn index_steps(modes: &[(i64, i64)]) -> Result<Vec<i64>> {
+    let mut step = 1i64;
+    modes
+        .iter()
+        .map(|&(s, _)| {
+            let here = step;
+            step = mul(step, s, "an index step")?;
+            Ok(here)
+        })
+        .collect()
+}
+
+/// `right_inverse(L)`: the largest R with `L(R(i)) = i` for `i < size(R)`.
+///
+/// The coalesced modes are taken in order of stride; a mode joins while its
+/// stride continues the contiguous run (`stride == covered`); modes that do
+/// not, stride-0 modes included, are skipped.
+///
+/// ```
+/// use retile_layout::{right_inverse, Layout};
+/// let l: Layout = "(4,2):(2,1)".parse().unwrap();
+/// let r = right_inverse(&l).unwrap();
+/// assert_eq!(r.to_string(), "(2,4):(4,1)");
+/// for i in 0..8 { assert_eq!(l.eval(r.eval(i).unwrap()).unwrap(), i); }
+/// ```
+pub fn right_inverse(layout: &Layout) -> Result<Layout> {
+    let modes = coalesced_modes(layout)?;
+    let steps = index_steps(&modes)?;
+    let mut result = vec![(1, 0)];
+    let mut covered = 1i64;
+    for k in sorted_by_stride(&modes) {
+        let (shape, stride) = modes[k];
+        if stride == covered {
+            result.push((shape, steps[k]));
+            covered = mul(shape, stride, "a right inverse")?;
+        }
+    }
+    coalesce(&Layout::from_flat(&result))
+}
+
+/// `left_inverse(L)`: an R with `L(R(L(i))) = L(i)` for `i < size(L)` (the
+/// inverse on the image when L is injective). Strides must be non-negative
+/// and each a multiple of the extent inverted before it.
+///
+/// ```
+/// use retile_layout::{left_inverse, Layout};
+/// let l: Layout = "(4,2):(1,5)".parse().unwrap();
+/// assert_eq!(left_inverse(&l).unwrap().to_string(), "(5,2):(1,4)");
+/// ```
+pub fn left_inverse(layout: &Layout) -> Result<Layout> {
+    let modes = coalesced_modes(layout)?;
+    if let Some((mode, &(_, stride))) = modes.iter().enumerate().find(|(_, m)| m.1 < 0) {
+        return Err(LayoutError::NegativeStride { op: "left_inverse", mode, stride });
+    }
+    let steps = index_steps(&modes)?;
+    let order = sorted_by_stride(&modes);
+    let mut shapes = Vec::with_capacity(modes.len() + 1);
+    let mut strides = vec![0i64];
+    let mut covered = 1i64;
+    for &k in &order {
+        let stride = modes[k].1;
+        if stride == 0 {
+            continue;
+        }
+        if stride % covered != 0 {
+            return Err(LayoutError::LeftInverseDivisibility { mode: k, stride, covered });
+        }
+        shapes.push(stride / covered);
+        strides.push(steps[k]);
+        covered = mul(covered, stride / covered, "a left inverse")?;
+    }
+    let last = order.last().map_or(1, |&k| modes[k].0);
+    shapes.push(last);
+    let pairs: Vec<(i64, i64)> = shapes.into_iter().zip(strides).collect();
+    coalesce(&Layout::from_flat(&pairs))
+}
+
+/// The largest `N` such that A and B agree on their first `N` indices' order
+/// in memory: A's values at B's first `N` offsets are `0..N` (CuTe's
+/// `max_common_vector`). 1 when nothing is shared.
+///
+/// ```
+/// use retile_layout::{max_common_vector, Layout};
+/// let a: Layout = "(4,8):(1,4)".parse().unwrap();
+/// let b: Layout = "(4,8):(1,8)".parse().unwrap();
+/// assert_eq!(max_common_vector(&a, &b).unwrap(), 4);
+/// ```
+pub fn max_common_vector(a: &Layout, b: &Layout) -> Result<i64> {
+    Ok(common_run(a, b)?.map_or(1, |(extent, _)| extent))
+}
+
+/// The layout of the largest common vector: B's coordinates of the offsets
+/// that A and B both hold contiguously (CuTe's `max_common_layout`); `1:0` when
+/// nothing is shared.
+///
+/// ```
+/// use retile_layout::{max_common_layout, Layout};
+/// let a: Layout = "(4,8):(1,4)".parse().unwrap();
+/// let b: Layout = "(4,8):(1,8)".parse().unwrap();
+/// assert_eq!(max_common_layout(&a, &b).unwrap().to_string(), "4:1");
+/// ```
+pub fn max_common_layout(a: &Layout, b: &Layout) -> Result<Layout> {
+    match common_run(a, b)? {
+        Some((extent, inv_b)) => composition(&inv_b, &Layout::vector(extent, 1)?),
+        None => Ok(Layout::from_flat(&[])),
+    }
+}
+
+/// The extent of the stride-1 first mode of `coalesce(A ∘ right_inverse(B))`,
+/// with `right_inverse(B)`, or `None` when that mode is not stride 1.
+fn common_run(a: &Layout, b: &Layout) -> Result<Option<(i64, Layout)>> {
+    let inv_b = right_inverse(b)?;
+    let common = coalesced_modes(&composition(a, &inv_b)?)?;
+    Ok(match common.first() {
+        Some(&(extent, 1)) => Some((extent, inv_b)),
+        _ => None,
+    })
+}

@@ -1,0 +1,118 @@
+//! The product family: repeat a layout according to another.
+
+use crate::complement::complement;
+use crate::composition::{apply_tiler, composition};
+use crate::divide::{splice, tile_unzip};
+use crate::error::{mul, Result};
+use crate::int_tuple::IntTuple;
+use crate::layout::Layout;
+use crate::tiler::Tiler;
+
+/// `logical_product(A, T)`: for a layout B,
+/// `(A, complement(A, size(A)·cosize(B)) ∘ B)` — mode 0 is A, mode 1 repeats
+/// it as B says; a by-mode tiler multiplies mode by mode.
+///
+/// ```
+/// use retile_layout::{logical_product, Layout, Tiler};
+/// let a: Layout = "(2,2):(1,2)".parse().unwrap();
+/// let b: Tiler = "(2,2):(1,2)".parse().unwrap();
+/// assert_eq!(logical_product(&a, &b).unwrap().to_string(), "((2,2),(2,2)):((1,2),(4,8))");
+/// ```
+pub fn logical_product(a: &Layout, tiler: &Tiler) -> Result<Layout> {
+    apply_tiler("logical_product", a, tiler, &layout_product)
+}
+
+fn layout_product(a: &Layout, b: &Layout) -> Result<Layout> {
+    let cotarget = mul(a.size()?, b.cosize()?, "a product's cotarget")?;
+    let rest = complement(a, &IntTuple::Int(cotarget))?;
+    Ok(Layout::from_modes(vec![a.clone(), composition(&rest, b)?]))
+}
+
+/// `zipped_product(A, T)`: `((A modes...), (repeat modes...))`.
+///
+/// ```
+/// use retile_layout::{zipped_product, Layout, Tiler};
+/// let a: Layout = "(2,5):(5,1)".parse().unwrap();
+/// let t: Tiler = "<3:5,4:6>".parse().unwrap();
+/// assert_eq!(zipped_product(&a, &t).unwrap().to_string(), "((2,5),(3,4)):((5,1),(10,30))");
+/// ```
+pub fn zipped_product(a: &Layout, tiler: &Tiler) -> Result<Layout> {
+    tile_unzip(&logical_product(a, tiler)?, tiler)
+}
+
+/// `tiled_product(A, T)`: `((A modes...), repeat0, repeat1, ...)`.
+///
+/// ```
+/// use retile_layout::{tiled_product, Layout, Tiler};
+/// let a: Layout = "(2,5):(5,1)".parse().unwrap();
+/// let t: Tiler = "<3:5,4:6>".parse().unwrap();
+/// assert_eq!(tiled_product(&a, &t).unwrap().to_string(), "((2,5),3,4):((5,1),10,30)");
+/// ```
+pub fn tiled_product(a: &Layout, tiler: &Tiler) -> Result<Layout> {
+    splice(&zipped_product(a, tiler)?, false)
+}
+
+/// `flat_product(A, T)`: `(A modes..., repeat modes...)`.
+///
+/// ```
+/// use retile_layout::{flat_product, Layout, Tiler};
+/// let a: Layout = "(2,5):(5,1)".parse().unwrap();
+/// let t: Tiler = "<3:5,4:6>".parse().unwrap();
+/// assert_eq!(flat_product(&a, &t).unwrap().to_string(), "(2,5,3,4):(5,1,10,30)");
+/// ```
+pub fn flat_product(a: &Layout, tiler: &Tiler) -> Result<Layout> {
+    splice(&zipped_product(a, tiler)?, true)
+}
+
+/// `blocked_product(A, B)`: A is the block, B arranges the blocks; the two
+/// are padded to equal rank with `1:0`, multiplied as 1-D layouts and zipped
+/// mode by mode: `((a0,b0),(a1,b1),...)`. Modes are not coalesced.
+///
+/// ```
+/// use retile_layout::{blocked_product, Layout};
+/// let a: Layout = "4:1".parse().unwrap();
+/// let b: Layout = "(2,3):(1,2)".parse().unwrap();
+/// assert_eq!(blocked_product(&a, &b).unwrap().to_string(), "((4,2),(1,3)):((1,4),(0,8))");
+/// ```
+pub fn blocked_product(a: &Layout, b: &Layout) -> Result<Layout> {
+    let (block, repeat) = padded_product(a, b)?;
+    Ok(zip(&block, &repeat))
+}
+
+/// `raked_product(A, B)`: like [`blocked_product`] with the zip reversed,
+/// `((b0,a0),(b1,a1),...)`, so that A's elements are interleaved (raked).
+///
+/// ```
+/// use retile_layout::{raked_product, Layout};
+/// let a: Layout = "(2,5):(5,1)".parse().unwrap();
+/// let b: Layout = "(3,4):(1,3)".parse().unwrap();
+/// assert_eq!(raked_product(&a, &b).unwrap().to_string(), "((3,2),(4,5)):((10,5),(30,1))");
+/// ```
+pub fn raked_product(a: &Layout, b: &Layout) -> Result<Layout> {
+    let (block, repeat) = padded_product(a, b)?;
+    Ok(zip(&repeat, &block))
+}
+
+/// The two modes of the 1-D product of A and B padded to equal rank.
+fn padded_product(a: &Layout, b: &Layout) -> Result<(Layout, Layout)> {
+    let rank = a.rank().max(b.rank());
+    let product = layout_product(&pad(a, rank), &pad(b, rank))?;
+    Ok((product.mode(0)?, product.mode(1)?))
+}
+
+/// Appends `1:0` modes up to `rank` (CuTe's `append<R>`).
+fn pad(layout: &Layout, rank: usize) -> Layout {
+    if layout.rank() >= rank {
+        return layout.clone();
+    }
+    let mut modes = layout.modes();
+    modes.resize(rank, Layout::from_flat(&[]));
+    Layout::from_modes(modes)
+}
+
+/// Zips two layouts of equal rank mode by mode: `((x0,y0),(x1,y1),...)`;
+/// two integer layouts give `((x,y))`.
+fn zip(x: &Layout, y: &Layout) -> Layout {
+    let modes = x.modes().into_iter().zip(y.modes()).map(|(p, q)| Layout::from_modes(vec![p, q])).collect();
+    Layout::from_modes(modes)
+}
