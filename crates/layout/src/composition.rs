@@ -1,7 +1,7 @@
 //! Functional composition `A ∘ B`: `(A ∘ B)(c) = A(B(c))`.
 
 use crate::coalesce::{by_mode, coalesced_modes_x};
-use crate::error::{ceil_div, mul, LayoutError, Result};
+use crate::error::{add, ceil_div, mul, LayoutError, Result};
 use crate::int_tuple::IntTuple;
 use crate::layout::Layout;
 use crate::tiler::Tiler;
@@ -23,7 +23,51 @@ use crate::tiler::Tiler;
 /// ```
 pub fn composition(a: &Layout, b: &Layout) -> Result<Layout> {
     let flat_a = coalesced_modes_x(a)?;
-    compose_shape(&flat_a, b.shape(), b.stride())
+    let mut usage = Usage::new(flat_a.len());
+    let result = compose_shape(&flat_a, b.shape(), b.stride(), &mut usage)?;
+    usage.check(&flat_a)?;
+    Ok(result)
+}
+
+/// What the modes of B use of A's coordinates, to check that composing them
+/// one by one (right distributivity) is exact.
+///
+/// Every mode of B is composed with A on its own; the sum of those results
+/// equals `A(B(c))` only when adding the modes' offsets never carries from
+/// one mode of A into the next and the offsets do not mix signs. CuTe does
+/// not check this and silently returns a wrong layout; retile rejects it.
+struct Usage {
+    /// Per bounded mode of A: the largest coordinate each B mode reaches, summed.
+    digits: Vec<i64>,
+    positive: bool,
+    negative: bool,
+}
+
+impl Usage {
+    fn new(modes: usize) -> Self {
+        Usage { digits: vec![0; modes.saturating_sub(1)], positive: false, negative: false }
+    }
+
+    fn add(&mut self, mode: usize, extent: i64) -> Result<()> {
+        self.digits[mode] = add(self.digits[mode], extent - 1, "a composition check")?;
+        Ok(())
+    }
+
+    fn check(&self, flat_a: &[(i64, i64)]) -> Result<()> {
+        if self.positive && self.negative && flat_a.len() > 1 {
+            return Err(LayoutError::NotDistributive {
+                reason: "the right operand mixes positive and negative strides over a left operand of several modes".into(),
+            });
+        }
+        match self.digits.iter().zip(flat_a).enumerate().find(|(_, (&used, &(s, _)))| used >= s) {
+            Some((mode, (&used, &(extent, _)))) => Err(LayoutError::NotDistributive {
+                reason: format!(
+                    "its modes together reach coordinate {used} of mode {mode} of the coalesced left operand, whose extent is {extent}"
+                ),
+            }),
+            None => Ok(()),
+        }
+    }
 }
 
 /// Composition with a tiler: a layout tiler composes as a 1-D function, a
@@ -78,22 +122,26 @@ pub(crate) fn apply_tiler(
     }
 }
 
-fn compose_shape(flat_a: &[(i64, i64)], shape: &IntTuple, stride: &IntTuple) -> Result<Layout> {
+fn compose_shape(flat_a: &[(i64, i64)], shape: &IntTuple, stride: &IntTuple, usage: &mut Usage) -> Result<Layout> {
     match (shape, stride) {
-        (IntTuple::Int(s), IntTuple::Int(d)) => compose_mode(flat_a, *s, *d),
+        (IntTuple::Int(s), IntTuple::Int(d)) => compose_mode(flat_a, *s, *d, usage),
         (IntTuple::Tuple(ss), IntTuple::Tuple(ds)) => {
-            let modes = ss.iter().zip(ds).map(|(s, d)| compose_shape(flat_a, s, d)).collect::<Result<Vec<_>>>()?;
+            let modes =
+                ss.iter().zip(ds).map(|(s, d)| compose_shape(flat_a, s, d, usage)).collect::<Result<Vec<_>>>()?;
             Ok(Layout::from_modes(modes))
         }
         _ => Err(LayoutError::NotCongruent { shape: shape.to_string(), stride: stride.to_string() }),
     }
 }
 
-/// `A ∘ (s:d)` for a coalesced, flat A.
-fn compose_mode(flat_a: &[(i64, i64)], s: i64, d: i64) -> Result<Layout> {
-    if d == 0 {
-        return Layout::vector(s, 0);
+/// `A ∘ (s:d)` for a coalesced, flat A; records in `usage` which
+/// coordinates of A's modes it reaches.
+fn compose_mode(flat_a: &[(i64, i64)], s: i64, d: i64, usage: &mut Usage) -> Result<Layout> {
+    if d == 0 || s == 1 {
+        return Layout::vector(s, if s == 1 { 0 } else { d });
     }
+    usage.positive |= d > 0;
+    usage.negative |= d < 0;
     let Some((&(_, last_stride), leading)) = flat_a.split_last() else {
         return Layout::vector(s, 0);
     };
@@ -116,6 +164,7 @@ fn compose_mode(flat_a: &[(i64, i64)], s: i64, d: i64) -> Result<Layout> {
             if rest_shape % taken != 0 {
                 return Err(LayoutError::ShapeDivisibility { mode, taken, rest: rest_shape });
             }
+            usage.add(mode, mul(taken - 1, magnitude, "a composition check")? + 1)?;
             result.push((taken, mul(rest_stride, curr_stride, "a composed stride")?));
             rest_shape /= taken;
         }

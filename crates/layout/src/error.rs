@@ -82,6 +82,12 @@ pub enum LayoutError {
         /// The remaining extent of the right operand.
         rest: i64,
     },
+    /// Composition with a right operand whose modes interfere inside the left operand.
+    #[error("composition is not distributive over the modes of the right operand: {reason}; compose with each mode separately or coalesce the right operand")]
+    NotDistributive {
+        /// Where the modes interfere.
+        reason: String,
+    },
     /// Complement of a layout that is not injective or whose strides do not divide evenly.
     #[error("complement needs an injective layout whose sorted strides divide evenly: mode {mode} (stride {stride}) is not a multiple of {covered}, the extent covered by the modes of smaller stride")]
     ComplementNotDivisible {

@@ -21,7 +21,7 @@ use crate::int_tuple::IntTuple;
 /// let l8: Layout = "8:1".parse().unwrap();
 /// assert_eq!(l8.eval(9).unwrap(), 9);
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Clone, PartialEq, Eq, Hash)]
 pub struct Layout {
     shape: IntTuple,
     stride: IntTuple,
@@ -348,5 +348,11 @@ fn split_index(index: i64, shape: &IntTuple) -> Result<IntTuple> {
 impl fmt::Display for Layout {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}:{}", self.shape, self.stride)
+    }
+}
+
+impl fmt::Debug for Layout {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Layout({self})")
     }
 }

@@ -1,0 +1,325 @@
+//! Property tests of the algebra's post-conditions on thousands of random
+//! layouts per property.
+
+use proptest::prelude::*;
+use retile_layout::*;
+
+const CASES: u32 = 2000;
+
+fn config() -> ProptestConfig {
+    ProptestConfig { cases: CASES, max_global_rejects: 1 << 20, failure_persistence: None, ..ProptestConfig::default() }
+}
+
+/// A shape of rank 1..=3 whose modes may nest one level.
+fn shape() -> impl Strategy<Value = IntTuple> {
+    let leaf = (1i64..=6).prop_map(IntTuple::Int);
+    let mode = prop_oneof![3 => leaf.clone(), 1 => prop::collection::vec(leaf, 1..=2).prop_map(IntTuple::Tuple)];
+    prop_oneof![
+        1 => (1i64..=8).prop_map(IntTuple::Int),
+        3 => prop::collection::vec(mode, 1..=3).prop_map(IntTuple::Tuple),
+    ]
+}
+
+/// Replaces the leaves of `shape` by `values`, left to right.
+fn with_leaves(shape: &IntTuple, values: &mut impl Iterator<Item = i64>) -> IntTuple {
+    match shape {
+        IntTuple::Int(_) => IntTuple::Int(values.next().unwrap()),
+        IntTuple::Tuple(ts) => IntTuple::Tuple(ts.iter().map(|t| with_leaves(t, values)).collect()),
+    }
+}
+
+/// Any layout: random shape, strides in -4..=24.
+fn any_layout() -> impl Strategy<Value = Layout> {
+    shape().prop_flat_map(|s| {
+        let n = s.leaves().len();
+        prop::collection::vec(-4i64..=24, n).prop_map(move |d| Layout::new(s.clone(), with_leaves(&s, &mut d.into_iter())).unwrap())
+    })
+}
+
+/// An injective layout whose sorted strides divide evenly: the modes are
+/// laid out in a random order, each stride the previous extent times a gap.
+fn injective_layout() -> impl Strategy<Value = Layout> {
+    shape().prop_flat_map(|s| {
+        let n = s.leaves().len();
+        (Just(s), Just(n).prop_shuffle_order(n), prop::collection::vec(prop_oneof![4 => Just(1i64), 1 => Just(2), 1 => Just(3)], n))
+    })
+    .prop_map(|(s, order, gaps)| {
+        let extents = s.leaves();
+        let mut strides = vec![0; extents.len()];
+        let mut covered = 1;
+        for (&k, gap) in order.iter().zip(gaps) {
+            strides[k] = covered * gap;
+            covered = strides[k] * extents[k];
+        }
+        Layout::new(s.clone(), with_leaves(&s, &mut strides.into_iter())).unwrap()
+    })
+}
+
+trait ShuffleOrder {
+    fn prop_shuffle_order(self, n: usize) -> BoxedStrategy<Vec<usize>>;
+}
+
+impl ShuffleOrder for Just<usize> {
+    fn prop_shuffle_order(self, n: usize) -> BoxedStrategy<Vec<usize>> {
+        Just((0..n).collect::<Vec<_>>()).prop_shuffle().boxed()
+    }
+}
+
+/// A layout with power-of-two extents and strides: composition with it
+/// always satisfies the divisibility conditions.
+fn pow2_layout() -> impl Strategy<Value = Layout> {
+    shape().prop_flat_map(|s| {
+        let n = s.leaves().len();
+        (prop::collection::vec(0u32..=3, n), prop::collection::vec(0u32..=5, n)).prop_map(move |(e, d)| {
+            let shape = with_leaves(&s, &mut e.into_iter().map(|x| 1i64 << x));
+            let stride = with_leaves(&s, &mut d.into_iter().map(|x| 1i64 << x));
+            Layout::new(shape, stride).unwrap()
+        })
+    })
+}
+
+/// An injective layout with power-of-two extents and gaps: its modes use
+/// disjoint bits, so composing it with any power-of-two layout is exact.
+fn pow2_injective() -> impl Strategy<Value = Layout> {
+    injective_layout().prop_map(|l| {
+        let modes: Vec<(i64, i64)> = l.flat_modes().iter().map(|&(s, d)| ((s as u64).next_power_of_two() as i64, d)).collect();
+        let mut order: Vec<usize> = (0..modes.len()).collect();
+        order.sort_by_key(|&k| modes[k].1);
+        let mut strides = vec![0; modes.len()];
+        let mut covered = 1;
+        for k in order {
+            let gap = if modes[k].1 > 0 && modes[k].1 % 3 == 0 { 2 } else { 1 };
+            strides[k] = covered * gap;
+            covered = strides[k] * modes[k].0;
+        }
+        let shape = with_leaves(l.shape(), &mut modes.iter().map(|m| m.0));
+        Layout::new(shape, with_leaves(l.shape(), &mut strides.into_iter())).unwrap()
+    })
+}
+
+/// Two injective layouts of the same shape, their modes in different orders.
+fn same_shape_pair() -> impl Strategy<Value = (Layout, Layout)> {
+    (injective_layout(), any::<prop::sample::Index>()).prop_map(|(a, seed)| {
+        let modes = a.flat_modes();
+        let n = modes.len();
+        let mut order: Vec<usize> = (0..n).collect();
+        order.rotate_left(seed.index(n.max(1)));
+        let mut strides = vec![0; n];
+        let mut covered = 1;
+        for k in order {
+            strides[k] = covered;
+            covered *= modes[k].0;
+        }
+        let b = Layout::new(a.shape().clone(), with_leaves(a.shape(), &mut strides.into_iter())).unwrap();
+        (a, b)
+    })
+}
+
+fn same_function(a: &Layout, b: &Layout, count: i64) -> bool {
+    (0..count).all(|i| a.eval(i).unwrap() == b.eval(i).unwrap())
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    #[test]
+    fn coalesce_keeps_function_and_size(l in any_layout()) {
+        let c = coalesce(&l).unwrap();
+        prop_assert_eq!(c.size().unwrap(), l.size().unwrap());
+        prop_assert!(c.depth() <= 1);
+        prop_assert!(same_function(&c, &l, l.size().unwrap()));
+    }
+
+    #[test]
+    fn filter_keeps_the_image(l in any_layout()) {
+        let f = filter(&l).unwrap();
+        let mut image: Vec<i64> = l.table(l.size().unwrap()).unwrap();
+        image.sort_unstable();
+        image.dedup();
+        let mut filtered = f.table(f.size().unwrap()).unwrap();
+        filtered.sort_unstable();
+        filtered.dedup();
+        prop_assert_eq!(filtered, image);
+    }
+
+    #[test]
+    fn composition_is_function_composition(a in any_layout(), b in any_layout()) {
+        if let Ok(r) = composition(&a, &b) {
+            prop_assert!(b.shape().compatible(r.shape()), "{} is not compatible with {}", b, r);
+            for i in 0..b.size().unwrap() {
+                prop_assert_eq!(r.eval(i).unwrap(), a.eval(b.eval(i).unwrap()).unwrap(), "at {}: R = {}", i, r);
+            }
+        }
+    }
+
+    #[test]
+    fn composition_of_powers_of_two_never_fails(a in pow2_layout(), b in pow2_injective()) {
+        let r = composition(&a, &b);
+        prop_assert!(r.is_ok(), "{} o {}: {:?}", a, b, r);
+        let r = r.unwrap();
+        for i in 0..b.size().unwrap() {
+            prop_assert_eq!(r.eval(i).unwrap(), a.eval(b.eval(i).unwrap()).unwrap());
+        }
+    }
+
+    #[test]
+    fn composition_is_associative(a in pow2_layout(), b in pow2_injective(), c in pow2_injective()) {
+        prop_assume!(c.cosize().unwrap() <= b.size().unwrap());
+        let ab = composition(&a, &b);
+        prop_assert!(ab.is_ok(), "{:?}", ab);
+        let left = composition(&ab.unwrap(), &c);
+        prop_assert!(left.is_ok(), "{:?}", left);
+        let bc = composition(&b, &c);
+        prop_assert!(bc.is_ok(), "{:?}", bc);
+        let right = composition(&a, &bc.unwrap());
+        prop_assert!(right.is_ok(), "{:?}", right);
+        let (left, right) = (left.unwrap(), right.unwrap());
+        prop_assert!(same_function(&left, &right, c.size().unwrap()));
+    }
+
+    #[test]
+    fn composition_errors_only_on_broken_conditions(a in any_layout(), b in any_layout()) {
+        match composition(&a, &b) {
+            Ok(_) => {}
+            Err(LayoutError::StrideDivisibility { .. } | LayoutError::ShapeDivisibility { .. } | LayoutError::NotDistributive { .. }) => {}
+            Err(other) => prop_assert!(false, "unexpected error {}", other),
+        }
+    }
+
+    #[test]
+    fn complement_is_ordered_disjoint_and_covers(a in injective_layout(), extra in 1i64..=3) {
+        let cosize = a.cosize().unwrap();
+        let m = cosize * extra;
+        let r = complement(&a, &IntTuple::Int(m)).unwrap();
+        let rt = r.table(r.size().unwrap()).unwrap();
+        prop_assert!(rt.windows(2).all(|w| w[0] < w[1]), "R = {} not increasing", r);
+        let at: std::collections::HashSet<i64> = a.table(a.size().unwrap()).unwrap().into_iter().collect();
+        prop_assert!(rt.iter().skip(1).all(|x| !at.contains(x)), "R = {} meets A", r);
+        let both = Layout::from_modes(vec![a.clone(), r.clone()]);
+        let mut image = both.table(both.size().unwrap()).unwrap();
+        image.sort_unstable();
+        let expected: Vec<i64> = (0..both.size().unwrap()).collect();
+        prop_assert_eq!(&image, &expected, "(A, R) = {} does not cover [0, {}) once", both, image.len());
+        prop_assert!(both.size().unwrap() >= m);
+    }
+
+    #[test]
+    fn divide_mode_zero_is_composition(a in pow2_injective(), b in pow2_injective()) {
+        let size = a.size().unwrap();
+        prop_assume!(b.cosize().unwrap() <= size);
+        let d = logical_divide(&a, &Tiler::Layout(b.clone())).unwrap();
+        let tile = d.mode(0).unwrap();
+        let direct = composition(&a, &b).unwrap();
+        prop_assert!(same_function(&tile, &direct, b.size().unwrap()));
+        prop_assert_eq!(d.size().unwrap(), size);
+        for i in 0..size {
+            prop_assert_eq!(d.eval(i).unwrap(), a.eval(Layout::from_modes(vec![b.clone(), complement(&b, coalesce(&a).unwrap().shape()).unwrap()]).eval(i).unwrap()).unwrap());
+        }
+    }
+
+    #[test]
+    fn product_mode_zero_is_a(a in injective_layout(), b in any_layout()) {
+        if let Ok(p) = logical_product(&a, &Tiler::Layout(b.clone())) {
+            prop_assert_eq!(p.mode(0).unwrap(), a.clone());
+            prop_assert_eq!(p.size().unwrap(), a.size().unwrap() * b.size().unwrap());
+        }
+    }
+
+    #[test]
+    fn product_of_compact_layouts_tiles_without_overlap(a in pow2_injective(), b in pow2_injective()) {
+        let p = logical_product(&a, &Tiler::Layout(b.clone())).unwrap();
+        let mut image = p.table(p.size().unwrap()).unwrap();
+        let n = image.len();
+        image.sort_unstable();
+        image.dedup();
+        prop_assert_eq!(image.len(), n, "{} is not injective", p);
+    }
+
+    #[test]
+    fn right_inverse_inverts(l in any_layout()) {
+        let r = right_inverse(&l).unwrap();
+        for i in 0..r.size().unwrap() {
+            prop_assert_eq!(l.eval(r.eval(i).unwrap()).unwrap(), i, "R = {}", r);
+        }
+    }
+
+    #[test]
+    fn left_inverse_inverts_on_the_image(l in injective_layout()) {
+        let r = left_inverse(&l).unwrap();
+        for i in 0..l.size().unwrap() {
+            let li = l.eval(i).unwrap();
+            prop_assert_eq!(l.eval(r.eval(li).unwrap()).unwrap(), li, "R = {}", r);
+            prop_assert_eq!(r.eval(li).unwrap(), i, "R = {}", r);
+        }
+    }
+
+    #[test]
+    fn max_common_vector_is_common((a, b) in same_shape_pair()) {
+        let n = max_common_vector(&a, &b).unwrap();
+        let common = max_common_layout(&a, &b).unwrap();
+        prop_assert!(n >= 1);
+        if n > 1 {
+            prop_assert_eq!(common.size().unwrap(), n);
+            for i in 0..n {
+                let c = common.eval(i).unwrap();
+                prop_assert_eq!(b.eval(c).unwrap(), i);
+                prop_assert_eq!(a.eval(c).unwrap(), i);
+            }
+        }
+        let mut run = 0;
+        while run < a.size().unwrap() && a.eval(run).unwrap() == run && b.eval(run).unwrap() == run {
+            run += 1;
+        }
+        prop_assert!(n >= run.max(1), "a and b agree on {} leading indices but the vector is {}", run, n);
+    }
+
+    #[test]
+    fn print_then_parse_is_identity(l in any_layout()) {
+        let text = l.to_string();
+        prop_assert_eq!(text.parse::<Layout>().unwrap(), l);
+    }
+
+    #[test]
+    fn idx2crd_inverts_crd2idx(s in shape(), i in 0i64..1 << 20) {
+        let l = Layout::from_shape(s.clone()).unwrap();
+        let i = i % l.size().unwrap();
+        let c = idx2crd(i, &s).unwrap();
+        prop_assert!(c.congruent(&s));
+        prop_assert_eq!(l.eval_coord(&c).unwrap(), i);
+    }
+}
+
+#[test]
+fn the_notes_examples_hold() {
+    let l = |t: &str| t.parse::<Layout>().unwrap();
+    let m24 = IntTuple::Int(24);
+    assert_eq!(l("8:1").eval(9).unwrap(), 9);
+    assert_eq!(idx2crd(9, &"(2,4)".parse().unwrap()).unwrap().to_string(), "(1,4)");
+    assert_eq!(l("4:-1").cosize().unwrap(), 4);
+    assert_eq!(coalesce(&l("(1,1):(3,5)")).unwrap().to_string(), "1:0");
+    assert_eq!(complement(&l("(2,2):(1,4)"), &m24).unwrap().to_string(), "(2,3):(2,8)");
+    assert_eq!(complement(&l("(3,2):(2,12)"), &m24).unwrap().to_string(), "(2,2):(1,6)");
+    assert_eq!(complement(&l("4:2"), &m24).unwrap().to_string(), "(2,3):(1,8)");
+    assert!(matches!(composition(&l("(4,3):(1,5)"), &l("6:1")), Err(LayoutError::ShapeDivisibility { .. })));
+    let t: Tiler = "<2:2,3:1>".parse().unwrap();
+    assert_eq!(composition_tiler(&l("(4,6,8):(1,5,100)"), &t).unwrap().to_string(), "(2,3):(2,5)");
+    let t: Tiler = "4:2".parse().unwrap();
+    assert_eq!(logical_divide(&l("(4,2,3):(2,1,8)"), &t).unwrap().to_string(), "((2,2),(2,3)):((4,1),(2,8))");
+    let b: Tiler = "(2,2):(1,2)".parse().unwrap();
+    assert_eq!(logical_product(&l("(2,2):(1,2)"), &b).unwrap().to_string(), "((2,2),(2,2)):((1,2),(4,8))");
+    assert_eq!(blocked_product(&l("(2,2):(1,2)"), &l("(2,2):(1,2)")).unwrap().to_string(), "((2,2),(2,2)):((1,4),(2,8))");
+    assert_eq!(blocked_product(&l("4:1"), &l("(2,3):(1,2)")).unwrap().to_string(), "((4,2),(1,3)):((1,4),(0,8))");
+    assert_eq!(left_inverse(&l("(4,2):(1,5)")).unwrap().to_string(), "(5,2):(1,4)");
+    let t: Tiler = "<2,_,3>".parse().unwrap();
+    assert!(matches!(logical_divide(&l("(4,6):(1,4)"), &t), Err(LayoutError::TooManyModes { .. })));
+}
+
+#[test]
+fn overflow_is_an_error_not_a_wrap() {
+    let big: Layout = "(2147483648,2147483648):(1,4294967296)".parse().unwrap();
+    assert!(matches!(big.eval(i64::MAX), Err(LayoutError::Overflow { .. })));
+    assert!("(4294967296,4294967296,4):(1,1,1)".parse::<Layout>().is_err());
+    let wide: Layout = "2:4611686018427387904".parse().unwrap();
+    assert!(matches!(wide.eval(2), Err(LayoutError::Overflow { .. })));
+    assert!(matches!(complement(&wide, &IntTuple::Int(i64::MAX)), Err(LayoutError::Overflow { .. })));
+}
