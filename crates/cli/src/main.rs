@@ -1,1 +1,40 @@
-fn main(){}
+//! `retile`: a layout calculator, copy and stream plans, and the streaming
+//! tiler that writes row-major data into tiled Zarr v3 arrays.
+
+mod calc_cmd;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Tensor layouts and moving data between them, fast.
+#[derive(Parser)]
+#[command(name = "retile", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Evaluate layout expressions, e.g. `retile eval 'logical_divide((4,2,3):(2,1,8), 4:2)'`.
+    Eval(calc_cmd::EvalArgs),
+    /// Draw a layout as a grid of offsets, e.g. `retile show '(4,8):(8,1)'`.
+    Show(calc_cmd::ShowArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Some(Command::Eval(args)) => calc_cmd::eval(&args),
+        Some(Command::Show(args)) => calc_cmd::show(&args),
+        None => calc_cmd::demo(),
+    };
+    match result {
+        Ok(code) => code,
+        Err(message) => {
+            eprintln!("retile: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}

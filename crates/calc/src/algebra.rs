@@ -1,0 +1,154 @@
+//! The layout-algebra functions of the calculator.
+
+use retile_layout as cute;
+use retile_layout::IntTuple;
+
+use crate::value::Value;
+use crate::CalcError;
+
+/// Names this module answers to, for help and error messages.
+pub const FUNCTIONS: &[&str] = &[
+    "coalesce", "filter", "composition", "complement", "logical_divide", "zipped_divide", "tiled_divide",
+    "flat_divide", "logical_product", "zipped_product", "tiled_product", "flat_product", "blocked_product",
+    "raked_product", "right_inverse", "left_inverse", "max_common_vector", "max_common_layout", "size", "cosize",
+    "rank", "depth", "idx2crd", "crd2idx", "flatten", "make_layout", "mode", "eval",
+];
+
+/// An IntTuple as a calculator value.
+pub fn tuple_value(t: &IntTuple) -> Value {
+    match t {
+        IntTuple::Int(v) => Value::Int(*v),
+        IntTuple::Tuple(ts) => Value::Tuple(ts.iter().map(tuple_value).collect()),
+    }
+}
+
+fn arity(name: &str, args: &[Value], min: usize, max: usize) -> Result<(), CalcError> {
+    if args.len() < min || args.len() > max {
+        let wanted = if min == max { format!("{min}") } else { format!("{min} to {max}") };
+        return Err(CalcError::new(format!("{name} takes {wanted} arguments, got {}", args.len())));
+    }
+    Ok(())
+}
+
+type Binary = fn(&cute::Layout, &cute::Tiler) -> cute::Result<cute::Layout>;
+
+fn tiler_op(name: &str) -> Option<Binary> {
+    Some(match name {
+        "logical_divide" => cute::logical_divide,
+        "zipped_divide" => cute::zipped_divide,
+        "tiled_divide" => cute::tiled_divide,
+        "flat_divide" => cute::flat_divide,
+        "logical_product" => cute::logical_product,
+        "zipped_product" => cute::zipped_product,
+        "tiled_product" => cute::tiled_product,
+        "flat_product" => cute::flat_product,
+        _ => return None,
+    })
+}
+
+/// Calls the algebra function `name`, or returns `None` if there is none.
+///
+/// ```
+/// use retile_calc::{algebra::call, Value};
+/// let a = Value::Layout("(2,2):(1,2)".parse().unwrap());
+/// assert_eq!(call("size", &[a]).unwrap().unwrap(), Value::Int(4));
+/// ```
+pub fn call(name: &str, args: &[Value]) -> Option<Result<Value, CalcError>> {
+    if !FUNCTIONS.contains(&name) {
+        return None;
+    }
+    Some(dispatch(name, args))
+}
+
+fn dispatch(name: &str, args: &[Value]) -> Result<Value, CalcError> {
+    let layout = |i: usize| args[i].to_layout();
+    if let Some(op) = tiler_op(name) {
+        arity(name, args, 2, 2)?;
+        return Ok(Value::Layout(op(&layout(0)?, &args[1].to_tiler()?)?));
+    }
+    let result = match name {
+        "coalesce" => {
+            arity(name, args, 1, 2)?;
+            match args.get(1) {
+                Some(profile) => cute::coalesce_profile(&layout(0)?, &profile.to_int_tuple()?)?,
+                None => cute::coalesce(&layout(0)?)?,
+            }
+        }
+        "composition" => {
+            arity(name, args, 2, 2)?;
+            match &args[1] {
+                Value::Layout(b) => cute::composition(&layout(0)?, b)?,
+                other => cute::composition_tiler(&layout(0)?, &other.to_tiler()?)?,
+            }
+        }
+        "complement" => {
+            arity(name, args, 1, 2)?;
+            let a = layout(0)?;
+            let cotarget = match args.get(1) {
+                Some(m) => m.to_int_tuple()?,
+                None => IntTuple::Int(cute::filter(&a)?.cosize()?),
+            };
+            cute::complement(&a, &cotarget)?
+        }
+        "blocked_product" | "raked_product" => {
+            arity(name, args, 2, 2)?;
+            let f = if name == "blocked_product" { cute::blocked_product } else { cute::raked_product };
+            f(&layout(0)?, &layout(1)?)?
+        }
+        "max_common_vector" => {
+            arity(name, args, 2, 2)?;
+            return Ok(Value::Int(cute::max_common_vector(&layout(0)?, &layout(1)?)?));
+        }
+        "max_common_layout" => {
+            arity(name, args, 2, 2)?;
+            cute::max_common_layout(&layout(0)?, &layout(1)?)?
+        }
+        "make_layout" => {
+            arity(name, args, 1, usize::MAX)?;
+            cute::Layout::from_modes(args.iter().map(Value::to_layout).collect::<Result<_, _>>()?)
+        }
+        "mode" => {
+            arity(name, args, 2, 2)?;
+            let i = usize::try_from(args[1].to_int()?).map_err(|_| CalcError::new("a mode index is not negative"))?;
+            layout(0)?.mode(i)?
+        }
+        _ => return unary_or_query(name, args),
+    };
+    Ok(Value::Layout(result))
+}
+
+fn unary_or_query(name: &str, args: &[Value]) -> Result<Value, CalcError> {
+    match name {
+        "idx2crd" => {
+            arity(name, args, 2, 2)?;
+            Ok(tuple_value(&cute::idx2crd(args[0].to_int()?, &args[1].to_int_tuple()?)?))
+        }
+        "crd2idx" => {
+            arity(name, args, 2, 3)?;
+            let coord = args[0].to_int_tuple()?;
+            let offset = match args.get(2) {
+                Some(stride) => cute::crd2idx(&coord, &args[1].to_int_tuple()?, &stride.to_int_tuple()?)?,
+                None => args[1].to_layout()?.eval_coord(&coord)?,
+            };
+            Ok(Value::Int(offset))
+        }
+        "eval" => {
+            arity(name, args, 2, 2)?;
+            Ok(Value::Int(args[0].to_layout()?.eval_coord(&args[1].to_int_tuple()?)?))
+        }
+        _ => {
+            arity(name, args, 1, 1)?;
+            let a = args[0].to_layout()?;
+            Ok(match name {
+                "filter" => Value::Layout(cute::filter(&a)?),
+                "right_inverse" => Value::Layout(cute::right_inverse(&a)?),
+                "left_inverse" => Value::Layout(cute::left_inverse(&a)?),
+                "flatten" => Value::Layout(a.flatten()),
+                "size" => Value::Int(a.size()?),
+                "cosize" => Value::Int(a.cosize()?),
+                "rank" => Value::Int(a.rank() as i64),
+                _ => Value::Int(a.depth() as i64),
+            })
+        }
+    }
+}

@@ -1,0 +1,78 @@
+//! # retile-calc: the calculator language of `retile eval`
+//!
+//! Expressions in CuTe notation (`(2,2):(1,4)`, tilers `<2:1,4>`, `_`) and
+//! Python-style calls that nest: `logical_divide((4,2,3):(2,1,8), 4:2)`.
+//!
+//! ```
+//! use retile_calc::evaluate;
+//! assert_eq!(evaluate("coalesce((2,(1,6)):(1,(6,2)))").unwrap().to_string(), "12:1");
+//! assert_eq!(evaluate("idx2crd(9, (2,4))").unwrap().to_string(), "(1,4)");
+//! let err = evaluate("composition((4,3):(1,5), 6:1)").unwrap_err();
+//! assert!(err.to_string().contains("Shape Divisibility"));
+//! ```
+
+pub mod algebra;
+mod eval;
+mod syntax;
+mod value;
+
+use thiserror::Error;
+
+pub use eval::eval;
+pub use syntax::{parse, BinaryOp, Expr, ExprKind, MAX_DEPTH};
+pub use value::Value;
+
+/// An error of the calculator, with the column it points at when known.
+///
+/// ```
+/// use retile_calc::evaluate;
+/// let err = evaluate("size((2,3):(1,2)").unwrap_err();
+/// assert_eq!(err.to_string(), "at column 17: expected ')', found the end of the expression");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("{}{message}", column.map(|c| format!("at column {c}: ")).unwrap_or_default())]
+pub struct CalcError {
+    column: Option<usize>,
+    message: String,
+}
+
+impl CalcError {
+    /// An error without a position.
+    pub fn new(message: impl Into<String>) -> Self {
+        CalcError { column: None, message: message.into() }
+    }
+
+    /// An error at a 1-based column.
+    pub fn at(column: usize, message: impl Into<String>) -> Self {
+        CalcError { column: Some(column), message: message.into() }
+    }
+
+    /// The 1-based column the error points at, if known.
+    pub fn column(&self) -> Option<usize> {
+        self.column
+    }
+
+    /// Sets the column if none is set yet (the innermost position wins).
+    fn or_column(mut self, column: usize) -> Self {
+        self.column.get_or_insert(column);
+        self
+    }
+}
+
+impl From<retile_layout::LayoutError> for CalcError {
+    fn from(e: retile_layout::LayoutError) -> Self {
+        CalcError::new(e.to_string())
+    }
+}
+
+/// Parses and evaluates one expression.
+///
+/// ```
+/// assert_eq!(retile_calc::evaluate("max_common_vector(8:1, (2,4):(1,2))").unwrap().to_string(), "8");
+/// ```
+pub fn evaluate(text: &str) -> Result<Value, CalcError> {
+    if text.trim().is_empty() {
+        return Err(CalcError::new("empty expression"));
+    }
+    eval(&parse(text)?)
+}

@@ -1,0 +1,317 @@
+//! Tokens and the parser: text to an expression tree.
+//!
+//! Grammar (whitespace is free):
+//!
+//! ```text
+//! expr    := product ('==' product)?
+//! product := layout (('*' | '/') layout)*
+//! layout  := postfix (':' postfix)?
+//! postfix := primary ('.' NAME '(' args ')')*
+//! primary := INT | '-' INT | '(' expr (',' expr)* ')' | '[' (expr (',' expr)*)? ']'
+//!          | '<' expr (',' expr)* '>' | '_' | NAME ('(' args ')')?
+//! args    := (arg (',' arg)*)?      arg := NAME '=' expr | expr
+//! ```
+
+use crate::CalcError;
+
+/// Deepest nesting of brackets and calls accepted.
+pub const MAX_DEPTH: usize = 64;
+
+/// An expression, with the 1-based column where it starts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Expr {
+    /// What it is.
+    pub kind: ExprKind,
+    /// Where it starts.
+    pub column: usize,
+}
+
+/// The forms of expression.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ExprKind {
+    /// An integer literal.
+    Int(i64),
+    /// `(a, b, ...)`: a tuple (one element gives a rank-1 tuple).
+    Tuple(Vec<Expr>),
+    /// `[a, b, ...]`: a list.
+    List(Vec<Expr>),
+    /// `<a, b, ...>`: a by-mode tiler.
+    Tiler(Vec<Expr>),
+    /// `_`.
+    Underscore,
+    /// A bare name such as `float16` or `True`.
+    Name(String),
+    /// `name(args, key=value)` or `receiver.name(args)` (the receiver first).
+    Call {
+        /// Function or method name.
+        name: String,
+        /// The receiver of a method call.
+        receiver: Option<Box<Expr>>,
+        /// Positional arguments.
+        args: Vec<Expr>,
+        /// Keyword arguments in order.
+        kwargs: Vec<(String, Expr)>,
+    },
+    /// `lhs op rhs` for `:`, `*`, `/`, `==`.
+    Binary {
+        /// The operator.
+        op: BinaryOp,
+        /// Left operand.
+        lhs: Box<Expr>,
+        /// Right operand.
+        rhs: Box<Expr>,
+    },
+}
+
+/// Binary operators.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BinaryOp {
+    /// `shape:stride`.
+    Colon,
+    /// `*`.
+    Mul,
+    /// `/`.
+    Div,
+    /// `==`.
+    Eq,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Token {
+    Int(i64),
+    Name(String),
+    Punct(&'static str),
+    End,
+}
+
+const PUNCTS: [&str; 14] = ["==", "(", ")", "[", "]", "<", ">", ",", ":", "=", ".", "*", "/", "-"];
+
+fn lex(text: &str) -> Result<Vec<(Token, usize)>, CalcError> {
+    let mut tokens = Vec::new();
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        let c = bytes[i];
+        let column = i + 1;
+        if c.is_ascii_whitespace() {
+            i += 1;
+        } else if c.is_ascii_digit() {
+            let start = i;
+            while i < bytes.len() && bytes[i].is_ascii_digit() {
+                i += 1;
+            }
+            let digits = &text[start..i];
+            let value = digits
+                .parse()
+                .map_err(|_| CalcError::at(column, format!("integer {digits} does not fit in 64 bits")))?;
+            tokens.push((Token::Int(value), column));
+        } else if c.is_ascii_alphabetic() || c == b'_' {
+            let start = i;
+            while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_') {
+                i += 1;
+            }
+            tokens.push((Token::Name(text[start..i].to_string()), column));
+        } else if let Some(p) = PUNCTS.iter().find(|p| text[i..].starts_with(**p)) {
+            tokens.push((Token::Punct(p), column));
+            i += p.len();
+        } else {
+            let ch = text[i..].chars().next().unwrap_or('?');
+            return Err(CalcError::at(column, format!("unexpected character '{ch}'")));
+        }
+    }
+    tokens.push((Token::End, text.len() + 1));
+    Ok(tokens)
+}
+
+/// Parses one expression; the whole text must be consumed.
+///
+/// ```
+/// use retile_calc::parse;
+/// assert!(parse("composition((4,2):(2,1), <2:1,_>)").is_ok());
+/// let err = parse("coalesce((2,2):(1,2)").unwrap_err();
+/// assert_eq!(err.column(), Some(21));
+/// ```
+pub fn parse(text: &str) -> Result<Expr, CalcError> {
+    let mut parser = Parser { tokens: lex(text)?, pos: 0, depth: 0 };
+    let expr = parser.expr()?;
+    match parser.peek() {
+        Token::End => Ok(expr),
+        _ => Err(parser.unexpected("an operator or the end of the expression")),
+    }
+}
+
+struct Parser {
+    tokens: Vec<(Token, usize)>,
+    pos: usize,
+    depth: usize,
+}
+
+impl Parser {
+    fn peek(&self) -> &Token {
+        &self.tokens[self.pos.min(self.tokens.len() - 1)].0
+    }
+
+    fn column(&self) -> usize {
+        self.tokens[self.pos.min(self.tokens.len() - 1)].1
+    }
+
+    fn advance(&mut self) -> Token {
+        let token = self.peek().clone();
+        self.pos = (self.pos + 1).min(self.tokens.len() - 1);
+        token
+    }
+
+    fn eat(&mut self, punct: &str) -> bool {
+        if matches!(self.peek(), Token::Punct(p) if *p == punct) {
+            self.advance();
+            true
+        } else {
+            false
+        }
+    }
+
+    fn expect(&mut self, punct: &str) -> Result<(), CalcError> {
+        if self.eat(punct) {
+            Ok(())
+        } else {
+            Err(self.unexpected(&format!("'{punct}'")))
+        }
+    }
+
+    fn unexpected(&self, wanted: &str) -> CalcError {
+        let found = match self.peek() {
+            Token::Int(v) => format!("{v}"),
+            Token::Name(n) => n.clone(),
+            Token::Punct(p) => format!("'{p}'"),
+            Token::End => "the end of the expression".to_string(),
+        };
+        CalcError::at(self.column(), format!("expected {wanted}, found {found}"))
+    }
+
+    fn expr(&mut self) -> Result<Expr, CalcError> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err(CalcError::at(self.column(), format!("expression nested deeper than {MAX_DEPTH} levels")));
+        }
+        let lhs = self.product()?;
+        let result = if matches!(self.peek(), Token::Punct("==")) {
+            self.advance();
+            let rhs = self.product()?;
+            binary(BinaryOp::Eq, lhs, rhs)
+        } else {
+            lhs
+        };
+        self.depth -= 1;
+        Ok(result)
+    }
+
+    fn product(&mut self) -> Result<Expr, CalcError> {
+        let mut lhs = self.layout()?;
+        loop {
+            let op = match self.peek() {
+                Token::Punct("*") => BinaryOp::Mul,
+                Token::Punct("/") => BinaryOp::Div,
+                _ => return Ok(lhs),
+            };
+            self.advance();
+            let rhs = self.layout()?;
+            lhs = binary(op, lhs, rhs);
+        }
+    }
+
+    fn layout(&mut self) -> Result<Expr, CalcError> {
+        let lhs = self.postfix()?;
+        if self.eat(":") {
+            let rhs = self.postfix()?;
+            return Ok(binary(BinaryOp::Colon, lhs, rhs));
+        }
+        Ok(lhs)
+    }
+
+    fn postfix(&mut self) -> Result<Expr, CalcError> {
+        let mut expr = self.primary()?;
+        while self.eat(".") {
+            let column = self.column();
+            let Token::Name(name) = self.advance() else {
+                return Err(CalcError::at(column, "expected a method name after '.'"));
+            };
+            self.expect("(")?;
+            let (args, kwargs) = self.args(")")?;
+            let start = expr.column;
+            expr = Expr { kind: ExprKind::Call { name, receiver: Some(Box::new(expr)), args, kwargs }, column: start };
+        }
+        Ok(expr)
+    }
+
+    fn primary(&mut self) -> Result<Expr, CalcError> {
+        let column = self.column();
+        let kind = match self.advance() {
+            Token::Int(v) => ExprKind::Int(v),
+            Token::Punct("-") => match self.advance() {
+                Token::Int(v) => ExprKind::Int(-v),
+                _ => return Err(CalcError::at(column + 1, "expected an integer after '-'")),
+            },
+            Token::Punct("(") => ExprKind::Tuple(self.items(")")?),
+            Token::Punct("[") => ExprKind::List(if self.eat("]") { Vec::new() } else { self.items("]")? }),
+            Token::Punct("<") => ExprKind::Tiler(self.items(">")?),
+            Token::Name(name) if name == "_" => ExprKind::Underscore,
+            Token::Name(name) => {
+                if self.eat("(") {
+                    let (args, kwargs) = self.args(")")?;
+                    ExprKind::Call { name, receiver: None, args, kwargs }
+                } else {
+                    ExprKind::Name(name)
+                }
+            }
+            _ => {
+                self.pos -= 1;
+                return Err(self.unexpected("a value"));
+            }
+        };
+        Ok(Expr { kind, column })
+    }
+
+    /// One or more comma-separated expressions, then `close`.
+    fn items(&mut self, close: &str) -> Result<Vec<Expr>, CalcError> {
+        let mut items = vec![self.expr()?];
+        while self.eat(",") {
+            items.push(self.expr()?);
+        }
+        self.expect(close)?;
+        Ok(items)
+    }
+
+    /// Call arguments up to `close`: positional first, then `name=value`.
+    fn args(&mut self, close: &str) -> Result<(Vec<Expr>, Vec<(String, Expr)>), CalcError> {
+        let mut args = Vec::new();
+        let mut kwargs = Vec::new();
+        if self.eat(close) {
+            return Ok((args, kwargs));
+        }
+        loop {
+            let is_keyword = matches!(self.peek(), Token::Name(_))
+                && matches!(self.tokens.get(self.pos + 1), Some((Token::Punct("="), _)));
+            if is_keyword {
+                let Token::Name(key) = self.advance() else {
+                    return Err(CalcError::new("internal error: keyword argument without a name"));
+                };
+                self.advance();
+                kwargs.push((key, self.expr()?));
+            } else if kwargs.is_empty() {
+                args.push(self.expr()?);
+            } else {
+                return Err(CalcError::at(self.column(), "a positional argument cannot follow a keyword argument"));
+            }
+            if !self.eat(",") {
+                break;
+            }
+        }
+        self.expect(close)?;
+        Ok((args, kwargs))
+    }
+}
+
+fn binary(op: BinaryOp, lhs: Expr, rhs: Expr) -> Expr {
+    let column = lhs.column;
+    Expr { kind: ExprKind::Binary { op, lhs: Box::new(lhs), rhs: Box::new(rhs) }, column }
+}

@@ -1,0 +1,124 @@
+//! Values of the calculator and how they print.
+
+use std::fmt;
+
+use retile_layout::{IntTuple, Layout, Tiler};
+
+use crate::CalcError;
+
+/// A calculator value.
+///
+/// ```
+/// use retile_calc::Value;
+/// assert_eq!(Value::Bool(true).to_string(), "true");
+/// assert_eq!(Value::List(vec![Value::Int(1), Value::Int(2)]).to_string(), "[1, 2]");
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    /// An integer.
+    Int(i64),
+    /// `true` / `false`.
+    Bool(bool),
+    /// A tuple `(a,b)`: a shape, a coordinate, or a tuple of tilers.
+    Tuple(Vec<Value>),
+    /// A list `[a, b]`.
+    List(Vec<Value>),
+    /// A CuTe layout.
+    Layout(Layout),
+    /// A by-mode tiler `<...>`.
+    Tiler(Tiler),
+    /// `_`.
+    Underscore,
+    /// A bare name (`float16`, `True`).
+    Name(String),
+}
+
+impl Value {
+    /// A short name of the value's type, for error messages.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Value::Int(_) => "an integer",
+            Value::Bool(_) => "a boolean",
+            Value::Tuple(_) => "a tuple",
+            Value::List(_) => "a list",
+            Value::Layout(_) => "a layout",
+            Value::Tiler(_) => "a tiler",
+            Value::Underscore => "_",
+            Value::Name(_) => "a name",
+        }
+    }
+
+    /// The value as an integer.
+    pub fn to_int(&self) -> Result<i64, CalcError> {
+        match self {
+            Value::Int(v) => Ok(*v),
+            other => Err(CalcError::new(format!("expected an integer, got {}", other.type_name()))),
+        }
+    }
+
+    /// The value as an IntTuple (an integer or a tuple of them).
+    pub fn to_int_tuple(&self) -> Result<IntTuple, CalcError> {
+        match self {
+            Value::Int(v) => Ok(IntTuple::Int(*v)),
+            Value::Tuple(items) => items.iter().map(Value::to_int_tuple).collect::<Result<_, _>>().map(IntTuple::Tuple),
+            other => Err(CalcError::new(format!("expected an integer or a tuple of integers, got {}", other.type_name()))),
+        }
+    }
+
+    /// The value as a layout: a layout, or a shape (compact column-major).
+    pub fn to_layout(&self) -> Result<Layout, CalcError> {
+        match self {
+            Value::Layout(l) => Ok(l.clone()),
+            Value::Int(_) | Value::Tuple(_) => Ok(Layout::from_shape(self.to_int_tuple()?)?),
+            other => Err(CalcError::new(format!("expected a layout or a shape, got {}", other.type_name()))),
+        }
+    }
+
+    /// The value as a tiler: a layout, an integer `n` (`n:1`), a tuple (by
+    /// mode), `<...>` or `_`.
+    pub fn to_tiler(&self) -> Result<Tiler, CalcError> {
+        match self {
+            Value::Tiler(t) => Ok(t.clone()),
+            Value::Layout(l) => Ok(Tiler::Layout(l.clone())),
+            Value::Underscore => Ok(Tiler::Underscore),
+            Value::Int(_) => Ok(Tiler::from_shape(&self.to_int_tuple()?)?),
+            Value::Tuple(items) => items.iter().map(Value::to_tiler).collect::<Result<_, _>>().map(Tiler::Modes),
+            other => Err(CalcError::new(format!("expected a tiler, got {}", other.type_name()))),
+        }
+    }
+
+    /// The value as a list of integers (`[1, 2]` or `(1, 2)`).
+    pub fn to_ints(&self) -> Result<Vec<i64>, CalcError> {
+        match self {
+            Value::List(items) | Value::Tuple(items) => items.iter().map(Value::to_int).collect(),
+            Value::Int(v) => Ok(vec![*v]),
+            other => Err(CalcError::new(format!("expected a list of integers, got {}", other.type_name()))),
+        }
+    }
+}
+
+impl fmt::Display for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Value::Int(v) => write!(f, "{v}"),
+            Value::Bool(b) => write!(f, "{b}"),
+            Value::Tuple(items) => write_items(f, items, "(", ",", ")"),
+            Value::List(items) => write_items(f, items, "[", ", ", "]"),
+            Value::Layout(l) => write!(f, "{l}"),
+            Value::Tiler(t) => write!(f, "{t}"),
+            Value::Underscore => f.write_str("_"),
+            Value::Name(n) => f.write_str(n),
+        }
+    }
+}
+
+fn write_items(f: &mut fmt::Formatter<'_>, items: &[Value], open: &str, sep: &str, close: &str) -> fmt::Result {
+    f.write_str(open)?;
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            f.write_str(sep)?;
+        }
+        write!(f, "{item}")?;
+    }
+    f.write_str(close)
+}

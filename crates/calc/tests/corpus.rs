@@ -1,0 +1,66 @@
+//! The calculator evaluates every reference case written as an expression,
+//! and agrees with the library called directly.
+
+use retile_calc::evaluate;
+use serde_json::Value as Json;
+
+fn expression(case: &Json) -> String {
+    let a = |k: &str| case["args"][k].as_str().unwrap().to_string();
+    let op = case["op"].as_str().unwrap();
+    match op {
+        "props" => format!("size({})", a("A")),
+        "coalesce_profile" => format!("coalesce({}, {})", a("A"), a("profile")),
+        "composition_tiler" => format!("composition({}, {})", a("A"), a("T")),
+        "complement" => format!("complement({}, {})", a("A"), a("M")),
+        "idx2crd" => format!("idx2crd({}, {})", a("idx"), a("shape")),
+        "crd2idx" => format!("crd2idx({}, {})", a("crd"), a("A")),
+        "composition" | "blocked_product" | "raked_product" | "max_common_vector" => {
+            format!("{op}({}, {})", a("A"), a("B"))
+        }
+        "coalesce" | "filter" | "right_inverse" | "left_inverse" => format!("{op}({})", a("A")),
+        _ => format!("{op}({}, {})", a("A"), a("T")),
+    }
+}
+
+#[test]
+fn every_reference_case_evaluates_as_an_expression() {
+    let corpus: Json = serde_json::from_str(include_str!("../../layout/tests/data/cute_public.json")).unwrap();
+    let mut mismatches = Vec::new();
+    for case in corpus["cases"].as_array().unwrap() {
+        let text = expression(case);
+        let result = evaluate(&text);
+        let rejected = case["expect"]["kind"] == "error"
+            || (!case["valid"].as_bool().unwrap_or(true)
+                && !(case["alt_cpp"].is_object() && case["alt_cpp"]["kind"] != "error"));
+        match (&result, rejected) {
+            (Err(_), true) | (Ok(_), false) => {}
+            _ => mismatches.push(format!("{text}: {result:?}")),
+        }
+    }
+    assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+}
+
+#[test]
+fn results_print_in_cute_notation_without_spaces() {
+    assert_eq!(evaluate("logical_divide((4,2,3):(2,1,8), 4:2)").unwrap().to_string(), "((2,2),(2,3)):((4,1),(2,8))");
+    assert_eq!(evaluate("tiled_divide((6):(1), <(2,3):(3,1)>)").unwrap().to_string(), "(((2,3)),(1)):(((3,1)),(0))");
+    assert_eq!(evaluate("composition((4,(6,2)):(48,(8,4)), <_>)").unwrap().to_string(), "(4):(48)");
+    assert_eq!(evaluate(" size ( ( 2 , 3 ) : ( 1 , 2 ) ) ").unwrap().to_string(), "6");
+    assert_eq!(evaluate("crd2idx((1,2), (2,4), (4,1))").unwrap().to_string(), "6");
+    assert_eq!(evaluate("composition(8:2, 4)").unwrap().to_string(), "4:2");
+    assert_eq!(evaluate("composition((4,6):(1,4), (2,3))").unwrap().to_string(), "(2,3):(1,4)");
+}
+
+#[test]
+fn errors_point_at_the_column() {
+    let err = evaluate("coalesce((2,2):(1,2)))").unwrap_err();
+    assert_eq!(err.column(), Some(22));
+    let err = evaluate("logical_divide(4:1, <2,2>)").unwrap_err();
+    assert!(err.to_string().contains("tiler has 2 modes"), "{err}");
+    let err = evaluate("frobnicate(4:1)").unwrap_err();
+    assert!(err.to_string().contains("unknown function 'frobnicate'"), "{err}");
+    let err = evaluate("(2,3):(1)").unwrap_err();
+    assert!(err.to_string().contains("not congruent"), "{err}");
+    let deep = format!("{}1{}", "(".repeat(10_000), ")".repeat(10_000));
+    assert!(evaluate(&deep).unwrap_err().to_string().contains("nested deeper"));
+}
