@@ -1,1 +1,70 @@
-pub fn _x(){}
+//! # retile-stream: row-major data in, tiles out, with bounded memory
+//!
+//! A tensor arrives in row-major order in pieces of any length (a camera, a
+//! file, a pipe) and leaves as tiles (Zarr chunks). The [`StreamPlan`] says,
+//! with the layout algebra, which tile every element belongs to and when each
+//! tile is complete; a [`TileStream`] executes it on the CPU, holding at most
+//! two epochs of tiles, and hands complete epochs to a [`Sink`].
+//!
+//! ```
+//! use retile_stream::{DType, MemorySink, StreamSpec, TileStream};
+//! let spec = StreamSpec::new(DType::U8, vec![4, 4, 6], vec![2, 2, 3])?;
+//! let sink = MemorySink::new();
+//! let mut stream = TileStream::new(spec, &[0], 1, Box::new(sink.clone()))?;
+//! let data: Vec<u8> = (0..96).collect();
+//! assert_eq!(stream.append(&data[..10])?, 10);
+//! assert_eq!(stream.append(&data[10..])?, 86);
+//! let summary = stream.finish()?;
+//! assert_eq!(summary.tiles, 8);
+//! // Tile (0,0,1) holds rows 0..2 of planes 0..2, columns 3..6.
+//! assert_eq!(&sink.tile(&[0, 0, 1]).unwrap()[..3], &[3, 4, 5]);
+//! # Ok::<(), retile_stream::StreamError>(())
+//! ```
+
+mod dtype;
+mod engine;
+mod plan;
+mod scatter;
+mod sink;
+mod zarr;
+
+use thiserror::Error;
+
+pub use dtype::DType;
+pub use engine::{Summary, TileStream};
+pub use plan::{StreamPlan, StreamSpec, TileSpan, MAX_LISTED_TILES};
+pub use sink::{Epoch, MemorySink, NullSink, Sink};
+pub use zarr::{Codec, ZarrOptions, ZarrSink};
+
+/// Errors of planning and streaming.
+#[derive(Debug, Error)]
+pub enum StreamError {
+    /// The stream's description is wrong; the message says what to change.
+    #[error("{0}")]
+    Invalid(String),
+    /// The layout algebra rejected the plan.
+    #[error("layout: {0}")]
+    Layout(#[from] retile_layout::LayoutError),
+    /// The sink failed; the message says what it was doing.
+    #[error("sink: {0}")]
+    Sink(String),
+    /// `append` or `finish` after `finish`.
+    #[error("the stream is finished; nothing more can be appended")]
+    Finished,
+    /// The input ended inside a plane; every complete plane was written.
+    #[error("the input ended inside a plane: {bytes} bytes past the last complete plane (plane {planes}) were dropped; every complete plane was written")]
+    PartialPlane {
+        /// Complete planes written.
+        planes: u64,
+        /// Bytes of the incomplete plane.
+        bytes: u64,
+    },
+    /// A bounded stream ended before its last plane.
+    #[error("the input ended after {planes} of {expected} planes; they were written, the array is {planes} planes long")]
+    ShortInput {
+        /// Planes written.
+        planes: u64,
+        /// Planes the shape promised.
+        expected: u64,
+    },
+}

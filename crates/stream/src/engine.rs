@@ -1,0 +1,281 @@
+//! The CPU engine: fills one epoch of tiles while the sink thread writes the
+//! previous one, so memory stays at two epochs whatever the stream's length.
+
+use std::sync::mpsc::{channel, Receiver, Sender, TryRecvError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crate::plan::StreamPlan;
+use crate::scatter::Geometry;
+use crate::sink::{Epoch, Sink};
+use crate::{StreamError, StreamSpec};
+
+/// Appends at least this large are scattered by all threads.
+const PARALLEL_BYTES: usize = 1 << 20;
+
+/// What a finished stream did.
+#[derive(Debug, Clone, Default)]
+pub struct Summary {
+    /// Input bytes taken.
+    pub bytes: u64,
+    /// Complete planes written.
+    pub planes: u64,
+    /// Epochs handed to the sink.
+    pub epochs: u64,
+    /// Tiles handed to the sink.
+    pub tiles: u64,
+    /// Wall time from creation to the end of `finish`.
+    pub seconds: f64,
+    /// Time spent copying input into tiles.
+    pub scatter_seconds: f64,
+    /// Time `append` waited for the sink to return a buffer.
+    pub wait_seconds: f64,
+    /// Time the sink spent writing epochs.
+    pub sink_seconds: f64,
+    /// Bytes of tile buffers held at the peak (at most two epochs).
+    pub buffer_bytes: u64,
+}
+
+impl Summary {
+    /// Input throughput in GB/s (10^9 bytes per second).
+    ///
+    /// ```
+    /// let s = retile_stream::Summary { bytes: 2_000_000_000, seconds: 2.0, ..Default::default() };
+    /// assert_eq!(s.gigabytes_per_second(), 1.0);
+    /// ```
+    pub fn gigabytes_per_second(&self) -> f64 {
+        self.bytes as f64 / self.seconds.max(1e-12) / 1e9
+    }
+}
+
+enum Job {
+    Epoch { index: u64, planes: u64, buffer: Vec<u8> },
+    Finish { planes: u64 },
+}
+
+/// The sink's thread and the channels to it.
+struct Worker {
+    jobs: Sender<Job>,
+    returned: Receiver<Result<Vec<u8>, StreamError>>,
+    handle: JoinHandle<Result<Duration, StreamError>>,
+}
+
+impl Worker {
+    fn spawn(plan: StreamPlan, mut sink: Box<dyn Sink>) -> Worker {
+        let (jobs, job_rx) = channel::<Job>();
+        let (back, returned) = channel();
+        let handle = std::thread::spawn(move || {
+            let mut busy = Duration::ZERO;
+            while let Ok(job) = job_rx.recv() {
+                match job {
+                    Job::Epoch { index, planes, buffer } => {
+                        let started = Instant::now();
+                        let result = sink.write_epoch(&Epoch { index, planes, tiles: &buffer, plan: &plan });
+                        busy += started.elapsed();
+                        if back.send(result.map(|()| buffer)).is_err() {
+                            break;
+                        }
+                    }
+                    Job::Finish { planes } => return sink.finish(planes).map(|()| busy),
+                }
+            }
+            Err(StreamError::Sink("the stream was dropped before finish".into()))
+        });
+        Worker { jobs, returned, handle }
+    }
+}
+
+/// A stream of row-major data being cut into tiles.
+///
+/// `append` takes bytes of any length, split anywhere (even inside an
+/// element); `finish` flushes the last, partial epoch, finalises the sink and
+/// returns a [`Summary`]. A bounded stream takes exactly its capacity.
+pub struct TileStream {
+    plan: StreamPlan,
+    geometry: Geometry,
+    fill: Vec<u8>,
+    current: Option<Vec<u8>>,
+    allocated: usize,
+    cursor: usize,
+    epoch: u64,
+    taken: u64,
+    capacity: Option<u64>,
+    pool: rayon::ThreadPool,
+    worker: Option<Worker>,
+    started: Instant,
+    summary: Summary,
+}
+
+impl TileStream {
+    /// A stream of `spec` filled with `fill` (the bytes of one element) where
+    /// tiles are padded, using `threads` threads (0 = all cores), writing to `sink`.
+    pub fn new(spec: StreamSpec, fill: &[u8], threads: usize, mut sink: Box<dyn Sink>) -> Result<TileStream, StreamError> {
+        let esize = spec.dtype().size();
+        if fill.len() != esize {
+            return Err(StreamError::Invalid(format!("the fill value has {} bytes; a {} element has {esize}", fill.len(), spec.dtype())));
+        }
+        let plan = StreamPlan::new(&spec)?;
+        let geometry = Geometry::new(&plan);
+        let plane_bytes = spec.plane_elements()? * esize as u64;
+        let capacity = (!spec.is_unbounded()).then(|| spec.shape()[0] * plane_bytes);
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .map_err(|e| StreamError::Invalid(format!("cannot start {threads} threads: {e}")))?;
+        sink.begin(&plan, fill)?;
+        let worker = Worker::spawn(plan.clone(), sink);
+        Ok(TileStream {
+            plan,
+            geometry,
+            fill: fill.to_vec(),
+            current: None,
+            allocated: 0,
+            cursor: 0,
+            epoch: 0,
+            taken: 0,
+            capacity,
+            pool,
+            worker: Some(worker),
+            started: Instant::now(),
+            summary: Summary::default(),
+        })
+    }
+
+    /// The plan the stream follows.
+    pub fn plan(&self) -> &StreamPlan {
+        &self.plan
+    }
+
+    /// Input bytes taken so far.
+    pub fn bytes_taken(&self) -> u64 {
+        self.taken
+    }
+
+    fn plane_bytes(&self) -> u64 {
+        self.geometry.epoch_bytes() as u64 / self.plan.spec().tile()[0]
+    }
+
+    /// Planes in the current epoch once it is complete.
+    fn epoch_planes(&self) -> u64 {
+        let n0 = self.plan.spec().tile()[0];
+        match self.capacity {
+            Some(_) => n0.min(self.plan.spec().shape()[0] - self.epoch * n0),
+            None => n0,
+        }
+    }
+
+    /// Appends input; returns how many bytes were taken (fewer than given only
+    /// when a bounded stream is full). An error means data may be lost: the
+    /// sink failed, and the stream cannot go on.
+    pub fn append(&mut self, data: &[u8]) -> Result<usize, StreamError> {
+        if self.worker.is_none() {
+            return Err(StreamError::Finished);
+        }
+        let take = match self.capacity {
+            Some(cap) => data.len().min((cap - self.taken) as usize),
+            None => data.len(),
+        };
+        let mut src = &data[..take];
+        while !src.is_empty() {
+            let limit = (self.epoch_planes() * self.plane_bytes()) as usize;
+            let n = (limit - self.cursor).min(src.len());
+            let started = Instant::now();
+            let mut buf = self.take_buffer()?;
+            let (geometry, cursor) = (&self.geometry, self.cursor);
+            self.pool.install(|| geometry.scatter(&mut buf, cursor, &src[..n], n >= PARALLEL_BYTES));
+            self.current = Some(buf);
+            self.summary.scatter_seconds += started.elapsed().as_secs_f64();
+            self.cursor += n;
+            self.taken += n as u64;
+            src = &src[n..];
+            if self.cursor == limit {
+                self.ship(self.epoch_planes())?;
+            }
+        }
+        Ok(take)
+    }
+
+    /// The buffer of the current epoch: the one being filled, a returned one,
+    /// a new one (at most two exist), or the next the sink gives back.
+    fn take_buffer(&mut self) -> Result<Vec<u8>, StreamError> {
+        if let Some(buf) = self.current.take() {
+            return Ok(buf);
+        }
+        let worker = self.worker.as_ref().ok_or(StreamError::Finished)?;
+        match worker.returned.try_recv() {
+            Ok(result) => return result,
+            Err(TryRecvError::Disconnected) => return Err(StreamError::Sink("the sink thread stopped".into())),
+            Err(TryRecvError::Empty) => {}
+        }
+        if self.allocated < 2 {
+            self.allocated += 1;
+            let bytes = self.plan.epoch_buffer_bytes() as usize;
+            self.summary.buffer_bytes += bytes as u64;
+            return Ok(self.fill.iter().copied().cycle().take(bytes).collect());
+        }
+        let waited = Instant::now();
+        let result = worker.returned.recv().map_err(|_| StreamError::Sink("the sink thread stopped".into()))?;
+        self.summary.wait_seconds += waited.elapsed().as_secs_f64();
+        result
+    }
+
+    /// Hands the current epoch to the sink, its rows past `planes` reset to the fill value.
+    fn ship(&mut self, planes: u64) -> Result<(), StreamError> {
+        let mut buffer = self.take_buffer()?;
+        let n0 = self.plan.spec().tile()[0];
+        if planes < n0 {
+            let tile_bytes = self.geometry.tile_bytes;
+            let keep = tile_bytes / n0 as usize * planes as usize;
+            for tile in buffer.chunks_exact_mut(tile_bytes) {
+                for (i, b) in tile[keep..].iter_mut().enumerate() {
+                    *b = self.fill[(keep + i) % self.fill.len()];
+                }
+            }
+        }
+        let worker = self.worker.as_ref().ok_or(StreamError::Finished)?;
+        worker
+            .jobs
+            .send(Job::Epoch { index: self.epoch, planes, buffer })
+            .map_err(|_| StreamError::Sink("the sink thread stopped".into()))?;
+        self.summary.epochs += 1;
+        self.summary.tiles += self.plan.m();
+        self.epoch += 1;
+        self.cursor = 0;
+        Ok(())
+    }
+
+    /// Flushes the last epoch, finalises the sink and returns the summary.
+    /// Input that ended inside a plane, or a bounded stream that ended
+    /// early, is an error reported after every complete plane was written.
+    pub fn finish(&mut self) -> Result<Summary, StreamError> {
+        if self.worker.is_none() {
+            return Err(StreamError::Finished);
+        }
+        let plane_bytes = self.plane_bytes();
+        let partial = self.cursor as u64 % plane_bytes;
+        let planes_here = self.cursor as u64 / plane_bytes;
+        let shipped = if planes_here > 0 { self.ship(planes_here) } else { Ok(()) };
+        let planes = self.taken / plane_bytes;
+        let worker = self.worker.take().ok_or(StreamError::Finished)?;
+        let sent = worker.jobs.send(Job::Finish { planes });
+        let joined = worker.handle.join().map_err(|_| StreamError::Sink("the sink thread panicked".into()));
+        shipped?;
+        while let Ok(result) = worker.returned.try_recv() {
+            result?;
+        }
+        sent.map_err(|_| StreamError::Sink("the sink thread stopped".into()))?;
+        self.summary.sink_seconds = joined??.as_secs_f64();
+        self.summary.bytes = self.taken;
+        self.summary.planes = planes;
+        self.summary.seconds = self.started.elapsed().as_secs_f64();
+        if partial > 0 {
+            return Err(StreamError::PartialPlane { planes, bytes: partial });
+        }
+        if let Some(expected) = (!self.plan.spec().is_unbounded()).then(|| self.plan.spec().shape()[0]) {
+            if planes < expected {
+                return Err(StreamError::ShortInput { planes, expected });
+            }
+        }
+        Ok(self.summary.clone())
+    }
+}

@@ -1,0 +1,196 @@
+//! Where each input byte of an epoch goes in the epoch's tile buffer, and
+//! the copies that put it there: whole runs, never one element at a time
+//! with divisions.
+//!
+//! An epoch's input is a sequence of *rows* (runs along the fastest
+//! dimension). A row splits into *segments*, one per tile it crosses; the
+//! rows of one *group* (consecutive rows inside the same tile of the
+//! second-fastest dimension) land in consecutive rows of the same tiles, so a
+//! group is copied tile column by tile column as a small 2-D block — the
+//! in-register transpose when the fastest tile extent is tiny.
+
+use crate::plan::StreamPlan;
+
+/// The epoch geometry, in bytes and rows.
+#[derive(Debug, Clone)]
+pub(crate) struct Geometry {
+    /// Bytes per element.
+    esize: usize,
+    /// Bytes of one input row.
+    pub row_bytes: usize,
+    /// Rows in one full epoch.
+    pub rows: usize,
+    /// Bytes of a tile's segment of a row (fastest tile extent × element).
+    seg_bytes: usize,
+    /// Bytes of one tile.
+    pub tile_bytes: usize,
+    /// Extent (within an epoch) and tile extent of each row dimension, slowest first.
+    row_dims: Vec<(usize, usize)>,
+    /// Tiles per dimension for dimensions 1.., slowest first.
+    counts: Vec<usize>,
+    /// Tile extents of all dimensions.
+    tile: Vec<usize>,
+}
+
+impl Geometry {
+    pub fn new(plan: &StreamPlan) -> Geometry {
+        let spec = plan.spec();
+        let esize = spec.dtype().size();
+        let tile: Vec<usize> = spec.tile().iter().map(|&n| n as usize).collect();
+        let rank = tile.len();
+        let (row_elems, row_dims) = if rank == 1 {
+            (tile[0], Vec::new())
+        } else {
+            let mut dims = vec![(tile[0], tile[0])];
+            dims.extend((1..rank - 1).map(|d| (spec.shape()[d] as usize, tile[d])));
+            (spec.shape()[rank - 1] as usize, dims)
+        };
+        let tile_bytes = tile.iter().product::<usize>() * esize;
+        Geometry {
+            esize,
+            row_bytes: row_elems * esize,
+            rows: row_dims.iter().map(|d| d.0).product(),
+            seg_bytes: tile[rank - 1] * esize,
+            tile_bytes,
+            row_dims,
+            counts: plan.tile_counts()[1..].iter().map(|&t| t as usize).collect(),
+            tile,
+        }
+    }
+
+    /// Bytes of one full epoch of input.
+    pub fn epoch_bytes(&self) -> usize {
+        self.rows * self.row_bytes
+    }
+
+    /// For row `r`: the byte offset of its first segment in the buffer, and
+    /// how many rows from `r` on form a group.
+    fn row_place(&self, r: usize) -> (usize, usize) {
+        let rank = self.tile.len();
+        let mut rest = r;
+        let mut tile_index = 0;
+        let mut intra = 0;
+        let mut group = 1;
+        let mut tile_weight = self.counts.last().copied().unwrap_or(1);
+        let mut intra_step = self.tile[rank - 1];
+        for (d, &(extent, n)) in self.row_dims.iter().enumerate().rev() {
+            let x = rest % extent;
+            rest /= extent;
+            if d == self.row_dims.len() - 1 {
+                group = (n - x % n).min(extent - x);
+            }
+            if d > 0 {
+                tile_index += (x / n) * tile_weight;
+                tile_weight *= self.counts[d - 1];
+            }
+            intra += (x % n) * intra_step;
+            intra_step *= n;
+        }
+        (tile_index * self.tile_bytes + intra * self.esize, group)
+    }
+
+    /// Copies input bytes `[start, start + src.len())` of the epoch into `buf`.
+    /// `parallel` runs whole groups on the current rayon pool.
+    pub fn scatter(&self, buf: &mut [u8], start: usize, src: &[u8], parallel: bool) {
+        let end = start + src.len();
+        let mut pos = start;
+        if pos % self.row_bytes != 0 {
+            let stop = end.min((pos / self.row_bytes + 1) * self.row_bytes);
+            self.partial_row(buf, pos, &src[..stop - start], stop);
+            pos = stop;
+        }
+        let mut groups = Vec::new();
+        while pos + self.row_bytes <= end {
+            let r = pos / self.row_bytes;
+            let (_, group) = self.row_place(r);
+            let rows = group.min((end - pos) / self.row_bytes);
+            groups.push((r, rows));
+            pos += rows * self.row_bytes;
+        }
+        let target = Target(buf.as_mut_ptr(), buf.len());
+        let copy = |&(r, rows): &(usize, usize)| {
+            let offset = r * self.row_bytes - start;
+            self.group(target, r, rows, &src[offset..offset + rows * self.row_bytes]);
+        };
+        if parallel && groups.len() > 1 {
+            use rayon::prelude::*;
+            groups.par_iter().for_each(copy);
+        } else {
+            groups.iter().for_each(copy);
+        }
+        if pos < end {
+            self.partial_row(buf, pos, &src[pos - start..], end);
+        }
+    }
+
+    /// Copies part of one row, byte-exact: `src` holds input bytes `[pos, stop)`.
+    fn partial_row(&self, buf: &mut [u8], pos: usize, src: &[u8], stop: usize) {
+        let r = pos / self.row_bytes;
+        let (base, _) = self.row_place(r);
+        let row_start = r * self.row_bytes;
+        let mut at = pos;
+        while at < stop {
+            let in_row = at - row_start;
+            let column = in_row / self.seg_bytes;
+            let seg_end = (row_start + (column + 1) * self.seg_bytes).min(row_start + self.row_bytes).min(stop);
+            let dst = base + column * self.tile_bytes + in_row % self.seg_bytes;
+            buf[dst..dst + seg_end - at].copy_from_slice(&src[at - pos..seg_end - pos]);
+            at = seg_end;
+        }
+    }
+
+    /// Copies `rows` whole rows from row `r` on (a group, or part of one).
+    fn group(&self, target: Target, r: usize, rows: usize, src: &[u8]) {
+        let (base, _) = self.row_place(r);
+        let columns = self.row_bytes.div_ceil(self.seg_bytes);
+        for c in 0..columns {
+            let width = self.seg_bytes.min(self.row_bytes - c * self.seg_bytes);
+            let dst = base + c * self.tile_bytes;
+            let span = (rows - 1) * self.seg_bytes + width;
+            assert!(dst + span <= target.1 && c * self.seg_bytes + (rows - 1) * self.row_bytes + width <= src.len());
+            // SAFETY: the destination range was just checked to lie in the buffer,
+            // and groups of one scatter write disjoint rows of their tiles.
+            unsafe {
+                copy_block(target.0.add(dst), self.seg_bytes, src.as_ptr().add(c * self.seg_bytes), self.row_bytes, rows, width);
+            }
+        }
+    }
+}
+
+/// The epoch buffer, shared by the threads of one scatter; each writes its own rows.
+#[derive(Clone, Copy)]
+struct Target(*mut u8, usize);
+
+// SAFETY: a Target is only used inside `scatter`, whose groups write disjoint byte ranges.
+unsafe impl Send for Target {}
+// SAFETY: as above.
+unsafe impl Sync for Target {}
+
+/// Copies `rows` runs of `width` bytes from `src` (stride `src_stride`) to
+/// `dst` (stride `dst_stride`), with fixed-size moves for small widths.
+///
+/// # Safety
+/// Every run must lie inside its allocation, and the destinations must not
+/// overlap the sources.
+unsafe fn copy_block(dst: *mut u8, dst_stride: usize, src: *const u8, src_stride: usize, rows: usize, width: usize) {
+    unsafe fn fixed<const W: usize>(dst: *mut u8, ds: usize, src: *const u8, ss: usize, rows: usize) {
+        for g in 0..rows {
+            let v = std::ptr::read_unaligned(src.add(g * ss) as *const [u8; W]);
+            std::ptr::write_unaligned(dst.add(g * ds) as *mut [u8; W], v);
+        }
+    }
+    match width {
+        1 => fixed::<1>(dst, dst_stride, src, src_stride, rows),
+        2 => fixed::<2>(dst, dst_stride, src, src_stride, rows),
+        4 => fixed::<4>(dst, dst_stride, src, src_stride, rows),
+        8 => fixed::<8>(dst, dst_stride, src, src_stride, rows),
+        16 => fixed::<16>(dst, dst_stride, src, src_stride, rows),
+        32 => fixed::<32>(dst, dst_stride, src, src_stride, rows),
+        _ if dst_stride == width && src_stride == width => std::ptr::copy_nonoverlapping(src, dst, rows * width),
+        _ => {
+            for g in 0..rows {
+                std::ptr::copy_nonoverlapping(src.add(g * src_stride), dst.add(g * dst_stride), width);
+            }
+        }
+    }
+}

@@ -1,0 +1,187 @@
+//! Where complete epochs of tiles go.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use crate::plan::StreamPlan;
+use crate::StreamError;
+
+/// One complete epoch: the `M` tiles sharing the slowest tile coordinate, in
+/// slot order (lexicographic over the other tile coordinates), each tile
+/// row-major over the tile extents.
+#[derive(Debug)]
+pub struct Epoch<'a> {
+    /// The slowest tile coordinate.
+    pub index: u64,
+    /// Planes of data it holds (the tile extent of the slowest dimension,
+    /// or fewer in the last epoch); rows past them hold the fill value.
+    pub planes: u64,
+    /// The `M` tiles, back to back.
+    pub tiles: &'a [u8],
+    /// The plan the tiles follow.
+    pub plan: &'a StreamPlan,
+}
+
+impl Epoch<'_> {
+    /// Bytes of one tile.
+    pub fn tile_bytes(&self) -> usize {
+        (self.plan.tile_elements() as usize) * self.plan.spec().dtype().size()
+    }
+
+    /// The bytes of tile `slot`.
+    pub fn tile(&self, slot: usize) -> &[u8] {
+        let n = self.tile_bytes();
+        &self.tiles[slot * n..(slot + 1) * n]
+    }
+
+    /// Tile coordinates (slowest first, the epoch first) of tile `slot`.
+    pub fn tile_coords(&self, slot: usize) -> Vec<u64> {
+        let counts = &self.plan.tile_counts()[1..];
+        let mut coords = vec![0; counts.len() + 1];
+        let mut rest = slot as u64;
+        for (d, &t) in counts.iter().enumerate().rev() {
+            coords[d + 1] = rest % t;
+            rest /= t;
+        }
+        coords[0] = self.index;
+        coords
+    }
+}
+
+/// A consumer of complete epochs. Runs on the stream's sink thread.
+pub trait Sink: Send {
+    /// Called once before the first epoch, with the plan and the fill value
+    /// (the bytes of one element).
+    fn begin(&mut self, plan: &StreamPlan, fill: &[u8]) -> Result<(), StreamError>;
+    /// Called for each epoch, in order.
+    fn write_epoch(&mut self, epoch: &Epoch<'_>) -> Result<(), StreamError>;
+    /// Called once at the end with the number of planes written in all.
+    fn finish(&mut self, planes: u64) -> Result<(), StreamError>;
+}
+
+/// A sink that keeps nothing: for measuring the tiler alone.
+///
+/// ```
+/// use retile_stream::{DType, NullSink, StreamSpec, TileStream};
+/// let spec = StreamSpec::new(DType::U8, vec![0, 8], vec![2, 4]).unwrap();
+/// let mut s = TileStream::new(spec, &[0], 1, Box::new(NullSink)).unwrap();
+/// s.append(&[1; 16]).unwrap();
+/// assert_eq!(s.finish().unwrap().planes, 2);
+/// ```
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NullSink;
+
+impl Sink for NullSink {
+    fn begin(&mut self, _: &StreamPlan, _: &[u8]) -> Result<(), StreamError> {
+        Ok(())
+    }
+    fn write_epoch(&mut self, _: &Epoch<'_>) -> Result<(), StreamError> {
+        Ok(())
+    }
+    fn finish(&mut self, _: u64) -> Result<(), StreamError> {
+        Ok(())
+    }
+}
+
+#[derive(Debug, Default)]
+struct Stored {
+    plan: Option<StreamPlan>,
+    tiles: HashMap<Vec<u64>, Vec<u8>>,
+    planes: u64,
+    finished: bool,
+}
+
+/// A sink that keeps every tile in memory, for tests and embedding; clones
+/// share the same store.
+///
+/// ```
+/// use retile_stream::{DType, MemorySink, StreamSpec, TileStream};
+/// let spec = StreamSpec::new(DType::U8, vec![2, 3], vec![2, 2]).unwrap();
+/// let sink = MemorySink::new();
+/// let mut s = TileStream::new(spec, &[9], 1, Box::new(sink.clone())).unwrap();
+/// s.append(&[0, 1, 2, 3, 4, 5]).unwrap();
+/// s.finish().unwrap();
+/// assert_eq!(sink.tile(&[0, 1]).unwrap(), vec![2, 9, 5, 9]);
+/// assert_eq!(sink.assemble().unwrap(), vec![0, 1, 2, 3, 4, 5]);
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct MemorySink {
+    stored: Arc<Mutex<Stored>>,
+}
+
+impl MemorySink {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Stored> {
+        self.stored.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The bytes of the tile at `coords` (slowest first), if written.
+    pub fn tile(&self, coords: &[u64]) -> Option<Vec<u8>> {
+        self.lock().tiles.get(coords).cloned()
+    }
+
+    /// Number of tiles written.
+    pub fn tile_count(&self) -> usize {
+        self.lock().tiles.len()
+    }
+
+    /// Planes written, once finished.
+    pub fn planes(&self) -> Option<u64> {
+        let s = self.lock();
+        s.finished.then_some(s.planes)
+    }
+
+    /// The dense row-major array the tiles describe (planes written × the
+    /// other extents), read back from the tiles.
+    pub fn assemble(&self) -> Option<Vec<u8>> {
+        let s = self.lock();
+        let plan = s.plan.as_ref()?;
+        let spec = plan.spec();
+        let esize = spec.dtype().size();
+        let mut shape: Vec<usize> = spec.shape().iter().map(|&v| v as usize).collect();
+        shape[0] = s.planes as usize;
+        let tile: Vec<usize> = spec.tile().iter().map(|&v| v as usize).collect();
+        let total: usize = shape.iter().product();
+        let mut out = vec![0u8; total * esize];
+        let mut coord = vec![0usize; shape.len()];
+        for i in 0..total {
+            let mut rest = i;
+            for d in (0..shape.len()).rev() {
+                coord[d] = rest % shape[d];
+                rest /= shape[d];
+            }
+            let key: Vec<u64> = coord.iter().zip(&tile).map(|(&x, &n)| (x / n) as u64).collect();
+            let intra = coord.iter().zip(&tile).fold(0, |acc, (&x, &n)| acc * n + x % n);
+            let t = s.tiles.get(&key)?;
+            out[i * esize..(i + 1) * esize].copy_from_slice(&t[intra * esize..(intra + 1) * esize]);
+        }
+        Some(out)
+    }
+}
+
+impl Sink for MemorySink {
+    fn begin(&mut self, plan: &StreamPlan, _: &[u8]) -> Result<(), StreamError> {
+        self.lock().plan = Some(plan.clone());
+        Ok(())
+    }
+
+    fn write_epoch(&mut self, epoch: &Epoch<'_>) -> Result<(), StreamError> {
+        let m = epoch.plan.m() as usize;
+        let mut s = self.lock();
+        for slot in 0..m {
+            s.tiles.insert(epoch.tile_coords(slot), epoch.tile(slot).to_vec());
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, planes: u64) -> Result<(), StreamError> {
+        let mut s = self.lock();
+        s.planes = planes;
+        s.finished = true;
+        Ok(())
+    }
+}

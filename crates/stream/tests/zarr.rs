@@ -1,0 +1,89 @@
+//! Zarr output read back with `zarrs`, as a reader would.
+
+use std::sync::Arc;
+
+use retile_stream::*;
+use zarrs::array::Array;
+use zarrs::filesystem::FilesystemStore;
+
+fn values(shape: &[u64]) -> Vec<u16> {
+    let n: u64 = shape.iter().product();
+    (0..n).map(|i| (i * 7 + i / 13) as u16).collect()
+}
+
+fn to_bytes(v: &[u16]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+/// Streams `data` into a Zarr store with `options` and reads it back.
+fn round_trip(shape: Vec<u64>, planes: u64, tile: Vec<u64>, options: ZarrOptions) -> (Vec<u64>, Vec<u16>, Vec<u16>) {
+    let mut dims = shape.clone();
+    dims[0] = planes;
+    let data = values(&dims);
+    let spec = StreamSpec::new(DType::U16, shape, tile).unwrap();
+    let path = options.path.clone();
+    let mut stream = TileStream::new(spec, &7u16.to_le_bytes(), 2, Box::new(ZarrSink::new(options))).unwrap();
+    for piece in to_bytes(&data).chunks(1001) {
+        stream.append(piece).unwrap();
+    }
+    stream.finish().unwrap();
+    let store = Arc::new(FilesystemStore::new(&path).unwrap());
+    let array = Array::open(store, "/").unwrap();
+    let read: Vec<u16> = array.retrieve_array_subset(&array.subset_all()).unwrap();
+    (array.shape().to_vec(), read, data)
+}
+
+#[test]
+fn bounded_ragged_stream_reads_back_identically() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = ZarrOptions { path: dir.path().join("a.zarr"), ..Default::default() };
+    let (shape, read, data) = round_trip(vec![5, 9, 14], 5, vec![2, 4, 3], options);
+    assert_eq!(shape, vec![5, 9, 14]);
+    assert_eq!(read, data);
+}
+
+#[test]
+fn unbounded_stream_with_zstd_and_names_reads_back_identically() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("b.zarr");
+    let options = ZarrOptions {
+        path: path.clone(),
+        codec: Codec::Zstd(3),
+        dimension_names: Some(vec!["t".into(), "y".into(), "x".into()]),
+        ..Default::default()
+    };
+    let (shape, read, data) = round_trip(vec![0, 16, 20], 7, vec![3, 8, 8], options);
+    assert_eq!(shape, vec![7, 16, 20]);
+    assert_eq!(read, data);
+    let meta = std::fs::read_to_string(path.join("zarr.json")).unwrap();
+    assert!(meta.contains("zstd") && meta.contains("\"t\""), "{meta}");
+}
+
+#[test]
+fn sharded_stream_reads_back_identically() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = ZarrOptions { path: dir.path().join("c.zarr"), shard: Some(vec![2, 2, 3]), codec: Codec::Zstd(1), ..Default::default() };
+    let (shape, read, data) = round_trip(vec![0, 10, 17], 9, vec![2, 3, 4], options);
+    assert_eq!(shape, vec![9, 10, 17]);
+    assert_eq!(read, data);
+}
+
+#[test]
+fn an_unwritable_store_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("not-a-directory");
+    std::fs::write(&file, b"x").unwrap();
+    let spec = StreamSpec::new(DType::U16, vec![0, 4], vec![1, 2]).unwrap();
+    let sink = ZarrSink::new(ZarrOptions { path: file.join("out.zarr"), ..Default::default() });
+    let err = TileStream::new(spec, &[0, 0], 1, Box::new(sink)).err().expect("creating a store under a file fails");
+    assert!(err.to_string().contains("not-a-directory"), "{err}");
+}
+
+#[test]
+fn shard_counts_must_match_the_rank() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = StreamSpec::new(DType::U16, vec![0, 4], vec![1, 2]).unwrap();
+    let sink = ZarrSink::new(ZarrOptions { path: dir.path().join("x"), shard: Some(vec![1]), ..Default::default() });
+    let err = TileStream::new(spec, &[0, 0], 1, Box::new(sink)).err().unwrap();
+    assert!(err.to_string().contains("--shard needs 2"), "{err}");
+}
