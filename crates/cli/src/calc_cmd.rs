@@ -80,25 +80,3 @@ fn pointed(text: &str, e: &CalcError) -> String {
         None => e.to_string(),
     }
 }
-
-/// Run with no arguments: a short tour of the calculator.
-pub fn demo() -> Result<ExitCode, String> {
-    let examples = [
-        "coalesce((2,(1,6)):(1,(6,2)))",
-        "composition((6,2):(8,2), (4,3):(3,1))",
-        "complement((2,2):(1,4), 24)",
-        "logical_divide((4,2,3):(2,1,8), 4:2)",
-        "blocked_product((2,2):(1,2), (2,2):(1,2))",
-        "right_inverse((4,2):(2,1))",
-    ];
-    println!("retile calculator demo (run `retile --help` for everything):\n");
-    for text in examples {
-        println!("  {text}\n    = {}", result_line(text).0);
-    }
-    println!();
-    let shown = "(4,8):(8,1)";
-    println!("retile show '{shown}':");
-    let value = evaluate(shown).map_err(|e| e.to_string())?;
-    print!("{}", drawing(&value).map_err(|e| e.to_string())?);
-    Ok(ExitCode::SUCCESS)
-}

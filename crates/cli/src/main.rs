@@ -2,6 +2,7 @@
 //! tiler that writes row-major data into tiled Zarr v3 arrays.
 
 mod calc_cmd;
+mod stream_cmd;
 
 use std::process::ExitCode;
 
@@ -21,6 +22,17 @@ enum Command {
     Eval(calc_cmd::EvalArgs),
     /// Draw a layout as a grid of offsets, e.g. `retile show '(4,8):(8,1)'`.
     Show(calc_cmd::ShowArgs),
+    /// Print a plan, e.g. `retile plan stream --shape 4,4,6 --tile 2,2,3`.
+    #[command(subcommand)]
+    Plan(PlanCommand),
+    /// Stream row-major data into tiles (a Zarr v3 array); the main job.
+    Stream(stream_cmd::StreamArgs),
+}
+
+#[derive(Subcommand)]
+enum PlanCommand {
+    /// The tile-stream plan: tile counts, lifted layout, C, M, epochs, tiles.
+    Stream(stream_cmd::PlanArgs),
 }
 
 fn main() -> ExitCode {
@@ -28,7 +40,9 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Some(Command::Eval(args)) => calc_cmd::eval(&args),
         Some(Command::Show(args)) => calc_cmd::show(&args),
-        None => calc_cmd::demo(),
+        Some(Command::Plan(PlanCommand::Stream(args))) => stream_cmd::plan(&args),
+        Some(Command::Stream(args)) => stream_cmd::stream(&args),
+        None => stream_cmd::demo(),
     };
     match result {
         Ok(code) => code,

@@ -179,8 +179,8 @@ impl TileStream {
         while !src.is_empty() {
             let limit = (self.epoch_planes() * self.plane_bytes()) as usize;
             let n = (limit - self.cursor).min(src.len());
-            let started = Instant::now();
             let mut buf = self.take_buffer()?;
+            let started = Instant::now();
             let (geometry, cursor) = (&self.geometry, self.cursor);
             self.pool.install(|| geometry.scatter(&mut buf, cursor, &src[..n], n >= PARALLEL_BYTES));
             self.current = Some(buf);

@@ -1,0 +1,238 @@
+//! `retile plan stream` and `retile stream`: the streaming tiler on the
+//! command line.
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use retile_stream::{Codec, DType, NullSink, Sink, StreamPlan, StreamSpec, TileStream, ZarrOptions, ZarrSink};
+
+/// Bytes read from the input per append.
+const PIECE_BYTES: usize = 8 << 20;
+
+/// The stream's shape, tile and element type.
+#[derive(Args, Clone)]
+pub struct ShapeArgs {
+    /// Extents, slowest first; 0 first = unbounded (e.g. 0,2048,2048).
+    #[arg(long, value_parser = parse_list)]
+    shape: Dims,
+    /// Tile extents, slowest first (e.g. 64,256,256).
+    #[arg(long, value_parser = parse_list)]
+    tile: Dims,
+    /// Element type: u8 u16 u32 u64 i8 i16 i32 i64 f16 bf16 f32 f64.
+    #[arg(long, default_value = "u16")]
+    dtype: String,
+}
+
+/// Arguments of `retile plan stream`.
+#[derive(Args)]
+pub struct PlanArgs {
+    #[command(flatten)]
+    shape: ShapeArgs,
+    /// Print the plan as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Arguments of `retile stream`.
+#[derive(Args)]
+pub struct StreamArgs {
+    #[command(flatten)]
+    shape: ShapeArgs,
+    /// Raw row-major input file, or - for stdin; without it a synthetic
+    /// pattern whose values encode their linear index is streamed.
+    #[arg(long)]
+    input: Option<String>,
+    /// Planes of synthetic input when the shape is unbounded.
+    #[arg(long, default_value_t = 256)]
+    planes: u64,
+    /// Zarr v3 directory to write; without it the tiler is only measured.
+    #[arg(long)]
+    output: Option<PathBuf>,
+    /// Tiles per shard per dimension, slowest first (e.g. 1,4,4).
+    #[arg(long, value_parser = parse_list)]
+    shard: Option<Dims>,
+    /// Chunk codec: none, zstd or zstd:LEVEL.
+    #[arg(long, default_value = "none")]
+    codec: String,
+    /// Value of padding in edge tiles.
+    #[arg(long, default_value_t = 0.0)]
+    fill: f64,
+    /// Dimension names, slowest first (e.g. t,y,x).
+    #[arg(long, value_delimiter = ',')]
+    dim_names: Option<Vec<String>>,
+    /// Threads for tiling (0 = all cores).
+    #[arg(long, default_value_t = 0)]
+    threads: usize,
+}
+
+/// A comma-separated list of extents, slowest first.
+#[derive(Clone, Debug)]
+pub struct Dims(Vec<u64>);
+
+fn parse_list(text: &str) -> Result<Dims, String> {
+    text.split(',')
+        .map(|v| v.trim().parse::<u64>().map_err(|_| format!("'{v}' is not a non-negative integer (write e.g. 0,2048,2048)")))
+        .collect::<Result<_, _>>()
+        .map(Dims)
+}
+
+impl ShapeArgs {
+    fn spec(&self) -> Result<StreamSpec, String> {
+        let dtype: DType = self.dtype.parse().map_err(|e: retile_stream::StreamError| e.to_string())?;
+        StreamSpec::new(dtype, self.shape.0.clone(), self.tile.0.clone()).map_err(|e| e.to_string())
+    }
+}
+
+/// `retile plan stream`.
+pub fn plan(args: &PlanArgs) -> Result<ExitCode, String> {
+    let plan = StreamPlan::new(&args.shape.spec()?).map_err(|e| e.to_string())?;
+    if args.json {
+        println!("{}", serde_json::to_string(&plan.to_json()).map_err(|e| e.to_string())?);
+    } else {
+        print!("{plan}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Where input comes from.
+enum Source {
+    Reader(Box<dyn Read>),
+    Synthetic { index: u64, total: u64, esize: usize },
+}
+
+impl Source {
+    /// Fills `buf` with the next input; returns how many bytes (0 = end).
+    fn next(&mut self, buf: &mut [u8]) -> Result<usize, String> {
+        match self {
+            Source::Reader(r) => {
+                let mut filled = 0;
+                while filled < buf.len() {
+                    match r.read(&mut buf[filled..]) {
+                        Ok(0) => break,
+                        Ok(n) => filled += n,
+                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                        Err(e) => return Err(format!("cannot read the input: {e}")),
+                    }
+                }
+                Ok(filled)
+            }
+            Source::Synthetic { index, total, esize } => {
+                let n = ((*total - *index) as usize).min(buf.len() / *esize);
+                for (k, element) in buf[..n * *esize].chunks_exact_mut(*esize).enumerate() {
+                    element.copy_from_slice(&(*index + k as u64).to_le_bytes()[..*esize]);
+                }
+                *index += n as u64;
+                Ok(n * *esize)
+            }
+        }
+    }
+}
+
+/// The peak resident memory of this process, from /proc (Linux).
+fn peak_rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse::<u64>().ok().map(|kb| kb * 1024)
+}
+
+/// `retile stream`.
+pub fn stream(args: &StreamArgs) -> Result<ExitCode, String> {
+    let spec = args.shape.spec()?;
+    let esize = spec.dtype().size();
+    let plane_bytes = spec.plane_elements().map_err(|e| e.to_string())? * esize as u64;
+    let planes = if spec.is_unbounded() { args.planes } else { spec.shape()[0] };
+    let (source, expected) = match args.input.as_deref() {
+        None => (Source::Synthetic { index: 0, total: planes * plane_bytes / esize as u64, esize }, Some(planes * plane_bytes)),
+        Some("-") => (Source::Reader(Box::new(std::io::stdin().lock())), (!spec.is_unbounded()).then_some(planes * plane_bytes)),
+        Some(path) => {
+            let file = std::fs::File::open(path).map_err(|e| format!("cannot open input {path}: {e}"))?;
+            (Source::Reader(Box::new(file)), (!spec.is_unbounded()).then_some(planes * plane_bytes))
+        }
+    };
+    let sink: Box<dyn Sink> = match &args.output {
+        None => Box::new(NullSink),
+        Some(path) => Box::new(ZarrSink::new(ZarrOptions {
+            path: path.clone(),
+            codec: args.codec.parse::<Codec>().map_err(|e| e.to_string())?,
+            shard: args.shard.as_ref().map(|d| d.0.clone()),
+            dimension_names: args.dim_names.clone(),
+        })),
+    };
+    let fill = spec.dtype().encode(args.fill);
+    let mut tiles = TileStream::new(spec, &fill, args.threads, sink).map_err(|e| e.to_string())?;
+    run(&mut tiles, source, expected, args.output.as_ref())
+}
+
+fn progress_bar(expected: Option<u64>) -> ProgressBar {
+    let bar = match expected {
+        Some(total) => ProgressBar::new(total),
+        None => ProgressBar::no_length(),
+    };
+    let style = ProgressStyle::with_template("{spinner} [{elapsed_precise}] {wide_bar} {bytes}/{total_bytes} {binary_bytes_per_sec} {msg}")
+        .unwrap_or_else(|_| ProgressStyle::default_bar());
+    bar.set_style(style);
+    bar
+}
+
+fn run(tiles: &mut TileStream, mut source: Source, expected: Option<u64>, output: Option<&PathBuf>) -> Result<ExitCode, String> {
+    let bar = progress_bar(expected);
+    let mut buf = vec![0u8; PIECE_BYTES];
+    let mut busy = 0.0;
+    loop {
+        let n = source.next(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        let started = Instant::now();
+        let taken = tiles.append(&buf[..n]).map_err(|e| e.to_string())?;
+        busy += started.elapsed().as_secs_f64();
+        bar.inc(taken as u64);
+        if taken < n {
+            bar.abandon();
+            return Err(format!("the input is longer than the shape: {} bytes were tiled and the rest was refused", tiles.bytes_taken()));
+        }
+    }
+    let started = Instant::now();
+    let finished = tiles.finish();
+    busy += started.elapsed().as_secs_f64();
+    bar.finish_and_clear();
+    let summary = finished.map_err(|e| e.to_string())?;
+    let gb = summary.bytes as f64 / 1e9;
+    println!(
+        "retile: {:.3} GB in {} tiles ({} planes, {} epochs) in {:.2} s: {:.2} GB/s of input ({:.2} GB/s counting the source)",
+        gb, summary.tiles, summary.planes, summary.epochs, summary.seconds, gb / busy.max(1e-9), summary.gigabytes_per_second()
+    );
+    println!(
+        "  tiling {:.2} s, waiting for the sink {:.2} s, sink {:.2} s; tile buffers {:.1} MB, peak memory {:.1} MB",
+        summary.scatter_seconds, summary.wait_seconds, summary.sink_seconds, summary.buffer_bytes as f64 / 1e6,
+        peak_rss_bytes().unwrap_or(0) as f64 / 1e6
+    );
+    match output {
+        Some(path) => println!("  wrote {}", path.display()),
+        None => println!("  measured only (give --output DIR to write a Zarr store)"),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `retile` with no arguments: stream a synthetic 512 MB camera recording
+/// into a compressed Zarr store in the temporary directory.
+pub fn demo() -> Result<ExitCode, String> {
+    let output = std::env::temp_dir().join(format!("retile-demo-{}.zarr", std::process::id()));
+    println!("retile demo: streaming 256 synthetic 1024x1024 u16 frames (512 MB) into 64x128x128 tiles, zstd:1");
+    let spec = StreamSpec::new(DType::U16, vec![0, 1024, 1024], vec![64, 128, 128]).map_err(|e| e.to_string())?;
+    let sink = ZarrSink::new(ZarrOptions {
+        path: output.clone(),
+        codec: Codec::Zstd(1),
+        shard: None,
+        dimension_names: Some(vec!["t".into(), "y".into(), "x".into()]),
+    });
+    let mut tiles = TileStream::new(spec, &[0, 0], 0, Box::new(sink)).map_err(|e| e.to_string())?;
+    let total = 256 * 1024 * 1024u64;
+    let code = run(&mut tiles, Source::Synthetic { index: 0, total, esize: 2 }, Some(total * 2), Some(&output))?;
+    println!("\nmore: retile --help; retile stream --help; retile eval 'logical_divide((4,2,3):(2,1,8), 4:2)'");
+    Ok(code)
+}
