@@ -122,13 +122,25 @@ impl Source {
             }
             Source::Synthetic { index, total, esize } => {
                 let n = ((*total - *index) as usize).min(buf.len() / *esize);
-                for (k, element) in buf[..n * *esize].chunks_exact_mut(*esize).enumerate() {
-                    element.copy_from_slice(&(*index + k as u64).to_le_bytes()[..*esize]);
+                let out = &mut buf[..n * *esize];
+                match *esize {
+                    1 => pattern::<1>(out, *index),
+                    2 => pattern::<2>(out, *index),
+                    4 => pattern::<4>(out, *index),
+                    _ => pattern::<8>(out, *index),
                 }
                 *index += n as u64;
                 Ok(n * *esize)
             }
         }
+    }
+}
+
+/// Writes elements of `N` bytes holding their index from `start` on, truncated.
+fn pattern<const N: usize>(out: &mut [u8], start: u64) {
+    for (k, element) in out.chunks_exact_mut(N).enumerate() {
+        let bytes = (start + k as u64).to_le_bytes();
+        element.copy_from_slice(&bytes[..N]);
     }
 }
 

@@ -2,42 +2,44 @@
 
 use crate::error::{mul, LayoutError, Result};
 use crate::int_tuple::IntTuple;
-use crate::layout::Layout;
+use crate::layout::{Layout, Modes};
 
 /// Merges modes from the back (CuTe's `bw_coalesce`): size-1 modes vanish,
 /// and `s0:d0` followed by `s1:(s0*d0)` becomes `(s0*s1):d0`.
 /// `front` is the initial last mode.
-fn bw_coalesce(modes: &[(i64, i64)], front: (i64, i64)) -> Result<Vec<(i64, i64)>> {
-    let mut out = vec![front];
+fn bw_coalesce(modes: &[(i64, i64)], front: (i64, i64)) -> Result<Modes> {
+    let mut reversed = Modes::new();
+    reversed.push(front);
     for &(s, d) in modes.iter().rev() {
         if s == 1 {
             continue;
         }
-        if out.len() == 1 && out[0].0 == 1 {
-            out[0] = (s, d);
-        } else if mul(s, d, "coalesce")? == out[0].1 {
-            out[0] = (mul(s, out[0].0, "coalesce")?, d);
+        let single = reversed.len() == 1;
+        let Some(last) = reversed.last_mut() else { break };
+        if single && last.0 == 1 {
+            *last = (s, d);
+        } else if mul(s, d, "coalesce")? == last.1 {
+            *last = (mul(s, last.0, "coalesce")?, d);
         } else {
-            out.insert(0, (s, d));
+            reversed.push((s, d));
         }
     }
-    if out.len() == 1 && out[0].0 == 1 {
-        out[0] = (1, 0);
+    if reversed.len() == 1 && reversed[0].0 == 1 {
+        reversed[0] = (1, 0);
     }
-    Ok(out)
+    reversed.reverse();
+    Ok(reversed)
 }
 
 /// The flattened modes of a layout, merged where possible: same function and
 /// size on the domain, depth at most 1.
-pub(crate) fn coalesced_modes(layout: &Layout) -> Result<Vec<(i64, i64)>> {
-    let flat = layout.flat_modes();
-    let (last, rest) = flat.split_last().unwrap_or((&(1, 0), &[]));
-    bw_coalesce(rest, *last)
+pub(crate) fn coalesced_modes(layout: &Layout) -> Result<Modes> {
+    coalesce_modes(layout.flat_modes())
 }
 
 /// Like [`coalesced_modes`], but the function is also kept past the size
 /// (CuTe's `coalesce_x`): a trailing size-1 mode keeps its stride.
-pub(crate) fn coalesced_modes_x(layout: &Layout) -> Result<Vec<(i64, i64)>> {
+pub(crate) fn coalesced_modes_x(layout: &Layout) -> Result<Modes> {
     let flat = layout.flat_modes();
     let (last, rest) = flat.split_last().unwrap_or((&(1, 0), &[]));
     let front = if last.0 == 1 { (2, last.1) } else { *last };
@@ -92,8 +94,7 @@ pub(crate) fn by_mode(
     mut f: impl FnMut(usize, Layout) -> Result<Layout>,
 ) -> Result<Layout> {
     let modes = layout
-        .modes()
-        .into_iter()
+        .modes_iter()
         .enumerate()
         .map(|(i, m)| if i < count { f(i, m) } else { Ok(m) })
         .collect::<Result<Vec<_>>>()?;
@@ -111,8 +112,14 @@ pub fn filter(layout: &Layout) -> Result<Layout> {
     Ok(Layout::from_flat(&filtered_modes(layout)?))
 }
 
+/// Coalesces flat `(extent, stride)` pairs.
+pub(crate) fn coalesce_modes(modes: &[(i64, i64)]) -> Result<Modes> {
+    let (last, rest) = modes.split_last().unwrap_or((&(1, 0), &[]));
+    bw_coalesce(rest, *last)
+}
+
 /// The modes of `filter(layout)`.
-pub(crate) fn filtered_modes(layout: &Layout) -> Result<Vec<(i64, i64)>> {
-    let kept: Vec<(i64, i64)> = layout.flat_modes().into_iter().filter(|&(_, d)| d != 0).collect();
-    coalesced_modes(&Layout::from_flat(&kept))
+pub(crate) fn filtered_modes(layout: &Layout) -> Result<Modes> {
+    let kept: Modes = layout.flat_modes().iter().copied().filter(|&(_, d)| d != 0).collect();
+    coalesce_modes(&kept)
 }

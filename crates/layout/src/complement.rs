@@ -1,9 +1,9 @@
 //! Complement: the layout of the offsets a layout does not reach, in order.
 
-use crate::coalesce::{coalesce, filtered_modes};
-use crate::error::{mul, LayoutError, Result};
+use crate::coalesce::{coalesce_modes, filtered_modes};
+use crate::error::{ceil_div, mul, LayoutError, Result};
 use crate::int_tuple::IntTuple;
-use crate::layout::Layout;
+use crate::layout::{Layout, Modes};
 
 /// `complement(A, M)`: a layout R, strictly increasing, disjoint from A on
 /// `i ≥ 1`, such that `(A, R)` covers `[0, M)` once when A divides it.
@@ -21,20 +21,30 @@ use crate::layout::Layout;
 /// assert_eq!(complement(&b, &IntTuple::Int(24)).unwrap().to_string(), "(2,3):(1,8)");
 /// ```
 pub fn complement(a: &Layout, cotarget: &IntTuple) -> Result<Layout> {
-    if cotarget.leaves().iter().any(|&v| v < 1) || cotarget.size().is_err() {
-        return Err(LayoutError::BadCotarget { cotarget: cotarget.to_string() });
+    match cotarget {
+        IntTuple::Int(m) => complement_leaves(a, &[*m]),
+        IntTuple::Tuple(_) => complement_leaves(a, &cotarget.leaves()),
+    }
+}
+
+/// `complement(A, M)` for a cotarget given by its leaves, left to right
+/// (CuTe's tuple `ceil_div` only depends on them).
+pub(crate) fn complement_leaves(a: &Layout, cotarget: &[i64]) -> Result<Layout> {
+    if cotarget.iter().any(|&v| v < 1) {
+        let text = cotarget.iter().map(i64::to_string).collect::<Vec<_>>().join(",");
+        return Err(LayoutError::BadCotarget { cotarget: text });
     }
     let modes = filtered_modes(a)?;
-    if modes == [(1, 0)] {
-        return Layout::from_shape(IntTuple::Int(cotarget.size()?));
+    if modes.as_slice() == [(1, 0)] {
+        let size = cotarget.iter().try_fold(1i64, |acc, &v| mul(acc, v, "a cotarget"))?;
+        return Layout::from_shape(IntTuple::Int(size));
     }
     if let Some((mode, &(_, stride))) = modes.iter().enumerate().find(|(_, m)| m.1 < 0) {
         return Err(LayoutError::NegativeStride { op: "complement", mode, stride });
     }
-    let order: Vec<usize> = sorted_by_stride(&modes);
-    let mut result = Vec::with_capacity(modes.len() + 1);
+    let mut result = Modes::new();
     let mut current = 1i64;
-    for &k in &order {
+    for k in sorted_by_stride(&modes) {
         let (shape, stride) = modes[k];
         if stride % current != 0 || stride < current {
             return Err(LayoutError::ComplementNotDivisible { mode: k, stride, covered: current });
@@ -42,14 +52,25 @@ pub fn complement(a: &Layout, cotarget: &IntTuple) -> Result<Layout> {
         result.push((stride / current, current));
         current = mul(stride, shape, "a complement stride")?;
     }
-    let rest = cotarget.ceil_div(current).size()?;
-    result.push((rest, current));
-    coalesce(&Layout::from_flat(&result))
+    result.push((ceil_div_leaves(cotarget, current)?, current));
+    Ok(Layout::from_flat(&coalesce_modes(&result)?))
+}
+
+/// The size of CuTe's `ceil_div(M, divisor)` for a cotarget with these
+/// leaves: each leaf is divided by what is left of the divisor, which is in
+/// turn divided by the leaf.
+fn ceil_div_leaves(leaves: &[i64], divisor: i64) -> Result<i64> {
+    let mut rest = divisor;
+    leaves.iter().try_fold(1i64, |acc, &v| {
+        let q = ceil_div(v, rest);
+        rest = ceil_div(rest, v);
+        mul(acc, q, "a complement extent")
+    })
 }
 
 /// Indices of `modes` in ascending order of stride (stable).
-pub(crate) fn sorted_by_stride(modes: &[(i64, i64)]) -> Vec<usize> {
-    let mut order: Vec<usize> = (0..modes.len()).collect();
+pub(crate) fn sorted_by_stride(modes: &[(i64, i64)]) -> smallvec::SmallVec<[usize; 8]> {
+    let mut order: smallvec::SmallVec<[usize; 8]> = (0..modes.len()).collect();
     order.sort_by_key(|&k| modes[k].1);
     order
 }

@@ -2,8 +2,7 @@
 
 use crate::coalesce::{by_mode, coalesced_modes_x};
 use crate::error::{add, ceil_div, mul, LayoutError, Result};
-use crate::int_tuple::IntTuple;
-use crate::layout::Layout;
+use crate::layout::{Layout, LayoutBuilder, Modes, Token};
 use crate::tiler::Tiler;
 
 /// Composition of two layouts, `R(c) = A(B(c))` for every coordinate of B;
@@ -24,9 +23,20 @@ use crate::tiler::Tiler;
 pub fn composition(a: &Layout, b: &Layout) -> Result<Layout> {
     let flat_a = coalesced_modes_x(a)?;
     let mut usage = Usage::new(flat_a.len());
-    let result = compose_shape(&flat_a, b.shape(), b.stride(), &mut usage)?;
+    let mut out = LayoutBuilder::default();
+    let mut leaves = b.flat_modes().iter();
+    for token in b.profile() {
+        match token {
+            Token::Open => out.open(),
+            Token::Close => out.close(),
+            Token::Leaf => {
+                let &(s, d) = leaves.next().ok_or(LayoutError::Overflow { what: "a composition" })?;
+                compose_mode(&flat_a, s, d, &mut usage, &mut out)?;
+            }
+        }
+    }
     usage.check(&flat_a)?;
-    Ok(result)
+    Ok(out.finish())
 }
 
 /// What the modes of B use of A's coordinates, to check that composing them
@@ -122,33 +132,24 @@ pub(crate) fn apply_tiler(
     }
 }
 
-fn compose_shape(flat_a: &[(i64, i64)], shape: &IntTuple, stride: &IntTuple, usage: &mut Usage) -> Result<Layout> {
-    match (shape, stride) {
-        (IntTuple::Int(s), IntTuple::Int(d)) => compose_mode(flat_a, *s, *d, usage),
-        (IntTuple::Tuple(ss), IntTuple::Tuple(ds)) => {
-            let modes =
-                ss.iter().zip(ds).map(|(s, d)| compose_shape(flat_a, s, d, usage)).collect::<Result<Vec<_>>>()?;
-            Ok(Layout::from_modes(modes))
-        }
-        _ => Err(LayoutError::NotCongruent { shape: shape.to_string(), stride: stride.to_string() }),
-    }
-}
-
-/// `A ∘ (s:d)` for a coalesced, flat A; records in `usage` which
-/// coordinates of A's modes it reaches.
-fn compose_mode(flat_a: &[(i64, i64)], s: i64, d: i64, usage: &mut Usage) -> Result<Layout> {
+/// Appends `A ∘ (s:d)` for a coalesced, flat A to `out`; records in `usage`
+/// which coordinates of A's modes it reaches.
+fn compose_mode(flat_a: &[(i64, i64)], s: i64, d: i64, usage: &mut Usage, out: &mut LayoutBuilder) -> Result<()> {
     if d == 0 || s == 1 {
-        return Layout::vector(s, if s == 1 { 0 } else { d });
+        out.mode(&[(s, if s == 1 { 0 } else { d })]);
+        return Ok(());
     }
     usage.positive |= d > 0;
     usage.negative |= d < 0;
     let Some((&(_, last_stride), leading)) = flat_a.split_last() else {
-        return Layout::vector(s, 0);
+        out.mode(&[(s, 0)]);
+        return Ok(());
     };
     if leading.is_empty() {
-        return Layout::vector(s, mul(d, last_stride, "a composed stride")?);
+        out.mode(&[(s, mul(d, last_stride, "a composed stride")?)]);
+        return Ok(());
     }
-    let mut result = Vec::new();
+    let mut result = Modes::new();
     let mut rest_shape = s;
     let mut rest_stride = d;
     for (mode, &(curr_shape, curr_stride)) in leading.iter().enumerate() {
@@ -173,5 +174,6 @@ fn compose_mode(flat_a: &[(i64, i64)], s: i64, d: i64, usage: &mut Usage) -> Res
     if result.is_empty() || rest_shape != 1 {
         result.push((rest_shape, mul(rest_stride, last_stride, "a composed stride")?));
     }
-    Ok(Layout::from_flat(&result))
+    out.mode(&result);
+    Ok(())
 }

@@ -1,7 +1,9 @@
 //! The divide family: split a layout into (tile, rest).
 
-use crate::coalesce::coalesce;
-use crate::complement::complement;
+use smallvec::SmallVec;
+
+use crate::coalesce::coalesced_modes;
+use crate::complement::complement_leaves;
 use crate::composition::{apply_tiler, composition};
 use crate::error::{LayoutError, Result};
 use crate::layout::Layout;
@@ -19,8 +21,9 @@ use crate::tiler::Tiler;
 /// ```
 pub fn logical_divide(a: &Layout, tiler: &Tiler) -> Result<Layout> {
     apply_tiler("logical_divide", a, tiler, &|a, b| {
-        let rest = complement(b, coalesce(a)?.shape())?;
-        composition(a, &Layout::from_modes(vec![b.clone(), rest]))
+        let cotarget: SmallVec<[i64; 8]> = coalesced_modes(a)?.iter().map(|m| m.0).collect();
+        let rest = complement_leaves(b, &cotarget)?;
+        composition(a, &Layout::from_modes([b.clone(), rest]))
     })
 }
 
@@ -83,7 +86,7 @@ fn unzip(layout: &Layout, guide: &Tiler) -> Result<(Layout, Layout)> {
             Ok((Layout::from_modes(tiles), Layout::from_modes(rests)))
         }
         Tiler::Layout(_) | Tiler::Underscore => match layout.modes().as_slice() {
-            [tile, rest] if layout.shape().depth() > 0 => Ok((tile.clone(), rest.clone())),
+            [tile, rest] if !layout.is_leaf() => Ok((tile.clone(), rest.clone())),
             _ => Err(LayoutError::RankMismatch {
                 op: "zipped divide/product",
                 reason: format!("mode {layout} must have rank 2 (tile, rest) to be unzipped; a `_` tiler mode can only stand for such a mode"),

@@ -81,14 +81,6 @@ impl IntTuple {
         }
     }
 
-    /// The top-level modes as a slice (an integer is one mode).
-    pub(crate) fn modes(&self) -> &[IntTuple] {
-        match self {
-            IntTuple::Int(_) => std::slice::from_ref(self),
-            IntTuple::Tuple(ts) => ts,
-        }
-    }
-
     /// All leaves, left to right.
     ///
     /// ```
@@ -215,9 +207,17 @@ impl IntTuple {
         }
     }
 
+    /// The first leaf for which `f` holds, left to right.
+    fn find_leaf(&self, f: &impl Fn(i64) -> bool) -> Option<i64> {
+        match self {
+            IntTuple::Int(v) => f(*v).then_some(*v),
+            IntTuple::Tuple(ts) => ts.iter().find_map(|t| t.find_leaf(f)),
+        }
+    }
+
     /// Every leaf is at least 1.
     pub(crate) fn check_positive(&self) -> Result<()> {
-        match self.leaves().into_iter().find(|&v| v < 1) {
+        match self.find_leaf(&|v| v < 1) {
             Some(extent) => Err(LayoutError::NonPositiveExtent { extent }),
             None => Ok(()),
         }

@@ -1,13 +1,13 @@
 //! Inverses and the largest common vector of two layouts.
 
-use crate::coalesce::{coalesce, coalesced_modes};
+use crate::coalesce::{coalesce_modes, coalesced_modes};
 use crate::complement::sorted_by_stride;
 use crate::composition::composition;
 use crate::error::{mul, LayoutError, Result};
-use crate::layout::Layout;
+use crate::layout::{Layout, Modes};
 
 /// Exclusive prefix products of the extents (the index step of each mode).
-fn index_steps(modes: &[(i64, i64)]) -> Result<Vec<i64>> {
+fn index_steps(modes: &[(i64, i64)]) -> Result<smallvec::SmallVec<[i64; 8]>> {
     let mut step = 1i64;
     modes
         .iter()
@@ -35,7 +35,8 @@ fn index_steps(modes: &[(i64, i64)]) -> Result<Vec<i64>> {
 pub fn right_inverse(layout: &Layout) -> Result<Layout> {
     let modes = coalesced_modes(layout)?;
     let steps = index_steps(&modes)?;
-    let mut result = vec![(1, 0)];
+    let mut result = Modes::new();
+    result.push((1, 0));
     let mut covered = 1i64;
     for k in sorted_by_stride(&modes) {
         let (shape, stride) = modes[k];
@@ -44,7 +45,7 @@ pub fn right_inverse(layout: &Layout) -> Result<Layout> {
             covered = mul(shape, stride, "a right inverse")?;
         }
     }
-    coalesce(&Layout::from_flat(&result))
+    Ok(Layout::from_flat(&coalesce_modes(&result)?))
 }
 
 /// `left_inverse(L)`: an R with `L(R(L(i))) = L(i)` for `i < size(L)` (the
@@ -63,8 +64,8 @@ pub fn left_inverse(layout: &Layout) -> Result<Layout> {
     }
     let steps = index_steps(&modes)?;
     let order = sorted_by_stride(&modes);
-    let mut shapes = Vec::with_capacity(modes.len() + 1);
-    let mut strides = vec![0i64];
+    let mut shapes: smallvec::SmallVec<[i64; 8]> = smallvec::SmallVec::new();
+    let mut strides: smallvec::SmallVec<[i64; 8]> = smallvec::smallvec![0i64];
     let mut covered = 1i64;
     for &k in &order {
         let stride = modes[k].1;
@@ -80,8 +81,8 @@ pub fn left_inverse(layout: &Layout) -> Result<Layout> {
     }
     let last = order.last().map_or(1, |&k| modes[k].0);
     shapes.push(last);
-    let pairs: Vec<(i64, i64)> = shapes.into_iter().zip(strides).collect();
-    coalesce(&Layout::from_flat(&pairs))
+    let pairs: Modes = shapes.into_iter().zip(strides).collect();
+    Ok(Layout::from_flat(&coalesce_modes(&pairs)?))
 }
 
 /// The largest `N` such that A and B agree on their first `N` indices' order

@@ -1,10 +1,68 @@
 //! `Layout`: a function from coordinates to offsets, given by a shape and a
 //! congruent stride.
+//!
+//! A layout is stored flat, as CuTe's static layouts are compiled: its
+//! `(extent, stride)` leaves in order, and its nesting as a short string of
+//! tokens (the *profile*). Both live inline, so making and copying layouts
+//! allocates nothing for layouts of up to 8 leaves.
 
 use std::fmt;
 
+use smallvec::SmallVec;
+
 use crate::error::{add, mul, LayoutError, Result};
 use crate::int_tuple::IntTuple;
+
+/// Leaves of a layout, inline up to 8.
+pub(crate) type Modes = SmallVec<[(i64, i64); 6]>;
+/// Nesting tokens, inline up to 24.
+type Profile = SmallVec<[u8; 16]>;
+
+const OPEN: u8 = b'(';
+const CLOSE: u8 = b')';
+const LEAF: u8 = b'.';
+
+/// A nesting token of a layout's profile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Token {
+    /// A tuple starts.
+    Open,
+    /// A tuple ends.
+    Close,
+    /// An `(extent, stride)` leaf.
+    Leaf,
+}
+
+/// Builds a layout token by token, without intermediate layouts.
+#[derive(Default)]
+pub(crate) struct LayoutBuilder {
+    layout: Layout,
+}
+
+impl LayoutBuilder {
+    /// Starts a tuple.
+    pub fn open(&mut self) {
+        self.layout.profile.push(OPEN);
+    }
+
+    /// Ends a tuple.
+    pub fn close(&mut self) {
+        self.layout.profile.push(CLOSE);
+    }
+
+    /// Appends one mode given by its flat leaves (one leaf: an integer mode;
+    /// several: a flat tuple; none: `1:0`).
+    pub fn mode(&mut self, leaves: &[(i64, i64)]) {
+        let flat = Layout::from_flat(leaves);
+        self.layout.modes.extend_from_slice(&flat.modes);
+        self.layout.profile.extend_from_slice(&flat.profile);
+    }
+
+    /// The layout built.
+    pub fn finish(self) -> Layout {
+        self.layout
+    }
+}
 
 /// A CuTe layout `shape:stride`.
 ///
@@ -21,10 +79,50 @@ use crate::int_tuple::IntTuple;
 /// let l8: Layout = "8:1".parse().unwrap();
 /// assert_eq!(l8.eval(9).unwrap(), 9);
 /// ```
-#[derive(Clone, PartialEq, Eq, Hash)]
+#[derive(Clone, PartialEq, Eq, Hash, Default)]
 pub struct Layout {
-    shape: IntTuple,
-    stride: IntTuple,
+    modes: Modes,
+    profile: Profile,
+}
+
+/// The index one past the item that starts at `start`.
+fn item_end(profile: &[u8], start: usize) -> usize {
+    if profile[start] == LEAF {
+        return start + 1;
+    }
+    let mut depth = 0;
+    for (k, &t) in profile.iter().enumerate().skip(start) {
+        match t {
+            OPEN => depth += 1,
+            CLOSE => {
+                depth -= 1;
+                if depth == 0 {
+                    return k + 1;
+                }
+            }
+            _ => {}
+        }
+    }
+    profile.len()
+}
+
+fn leaf_count(profile: &[u8]) -> usize {
+    profile.iter().filter(|&&t| t == LEAF).count()
+}
+
+/// The profile of an IntTuple, and its leaves appended to `leaves`.
+fn profile_of(t: &IntTuple, profile: &mut Profile, leaves: &mut Vec<i64>) {
+    match t {
+        IntTuple::Int(v) => {
+            profile.push(LEAF);
+            leaves.push(*v);
+        }
+        IntTuple::Tuple(ts) => {
+            profile.push(OPEN);
+            ts.iter().for_each(|x| profile_of(x, profile, leaves));
+            profile.push(CLOSE);
+        }
+    }
 }
 
 impl Layout {
@@ -42,7 +140,11 @@ impl Layout {
         }
         shape.check_positive()?;
         shape.size()?;
-        Ok(Layout { shape, stride })
+        let mut profile = Profile::new();
+        let mut extents = Vec::new();
+        profile_of(&shape, &mut profile, &mut extents);
+        let modes = extents.into_iter().zip(stride.leaves()).collect();
+        Ok(Layout { modes, profile })
     }
 
     /// The compact column-major layout of a shape (CuTe's `make_layout(shape)`).
@@ -65,7 +167,10 @@ impl Layout {
     /// assert_eq!(Layout::vector(4, 2).unwrap().to_string(), "4:2");
     /// ```
     pub fn vector(extent: i64, stride: i64) -> Result<Layout> {
-        Layout::new(IntTuple::Int(extent), IntTuple::Int(stride))
+        if extent < 1 {
+            return Err(LayoutError::NonPositiveExtent { extent });
+        }
+        Ok(Layout::from_flat(&[(extent, stride)]))
     }
 
     /// CuTe's `make_layout(L0, L1, ...)`: a tuple layout whose modes are the
@@ -77,22 +182,67 @@ impl Layout {
     /// let b: Layout = "(3,2):(2,6)".parse().unwrap();
     /// assert_eq!(Layout::from_modes(vec![a, b]).to_string(), "(2,(3,2)):(1,(2,6))");
     /// ```
-    pub fn from_modes(modes: Vec<Layout>) -> Layout {
-        let (shape, stride) = modes.into_iter().map(|m| (m.shape, m.stride)).unzip();
-        Layout { shape: IntTuple::Tuple(shape), stride: IntTuple::Tuple(stride) }
+    pub fn from_modes(modes: impl IntoIterator<Item = Layout>) -> Layout {
+        let mut out = Layout { modes: Modes::new(), profile: Profile::new() };
+        out.profile.push(OPEN);
+        for m in modes {
+            out.modes.extend_from_slice(&m.modes);
+            out.profile.extend_from_slice(&m.profile);
+        }
+        out.profile.push(CLOSE);
+        out
     }
 
     /// A flat layout from `(extent, stride)` pairs: a single pair gives an
     /// integer layout, several a tuple, none the layout `1:0`.
     pub(crate) fn from_flat(modes: &[(i64, i64)]) -> Layout {
-        match modes {
-            [] => Layout { shape: IntTuple::Int(1), stride: IntTuple::Int(0) },
-            [(s, d)] => Layout { shape: IntTuple::Int(*s), stride: IntTuple::Int(*d) },
-            _ => Layout {
-                shape: IntTuple::Tuple(modes.iter().map(|m| IntTuple::Int(m.0)).collect()),
-                stride: IntTuple::Tuple(modes.iter().map(|m| IntTuple::Int(m.1)).collect()),
-            },
+        let mut profile = Profile::new();
+        match modes.len() {
+            0 => return Layout { modes: SmallVec::from_slice(&[(1, 0)]), profile: SmallVec::from_slice(&[LEAF]) },
+            1 => profile.push(LEAF),
+            n => {
+                profile.push(OPEN);
+                profile.extend(std::iter::repeat_n(LEAF, n));
+                profile.push(CLOSE);
+            }
         }
+        Layout { modes: SmallVec::from_slice(modes), profile }
+    }
+
+    /// The nesting tokens, in order.
+    pub(crate) fn profile(&self) -> impl Iterator<Item = Token> + '_ {
+        self.profile.iter().map(|&t| match t {
+            OPEN => Token::Open,
+            CLOSE => Token::Close,
+            _ => Token::Leaf,
+        })
+    }
+
+    /// The layout is a single integer mode (not a tuple).
+    pub(crate) fn is_leaf(&self) -> bool {
+        self.profile.as_slice() == [LEAF]
+    }
+
+    fn tuple_of(&self, pick: impl Fn(&(i64, i64)) -> i64) -> IntTuple {
+        let mut stack: Vec<Vec<IntTuple>> = vec![Vec::new()];
+        let mut leaves = self.modes.iter();
+        for &t in &self.profile {
+            match t {
+                OPEN => stack.push(Vec::new()),
+                CLOSE => {
+                    let done = stack.pop().unwrap_or_default();
+                    if let Some(top) = stack.last_mut() {
+                        top.push(IntTuple::Tuple(done));
+                    }
+                }
+                _ => {
+                    if let (Some(top), Some(m)) = (stack.last_mut(), leaves.next()) {
+                        top.push(IntTuple::Int(pick(m)));
+                    }
+                }
+            }
+        }
+        stack.pop().and_then(|mut v| v.pop()).unwrap_or(IntTuple::Int(1))
     }
 
     /// The shape.
@@ -102,8 +252,8 @@ impl Layout {
     /// let l: Layout = "(2,3):(1,2)".parse().unwrap();
     /// assert_eq!(l.shape().to_string(), "(2,3)");
     /// ```
-    pub fn shape(&self) -> &IntTuple {
-        &self.shape
+    pub fn shape(&self) -> IntTuple {
+        self.tuple_of(|m| m.0)
     }
 
     /// The stride.
@@ -113,8 +263,8 @@ impl Layout {
     /// let l: Layout = "(2,3):(1,2)".parse().unwrap();
     /// assert_eq!(l.stride().to_string(), "(1,2)");
     /// ```
-    pub fn stride(&self) -> &IntTuple {
-        &self.stride
+    pub fn stride(&self) -> IntTuple {
+        self.tuple_of(|m| m.1)
     }
 
     /// Number of coordinates: the product of the shape.
@@ -124,7 +274,7 @@ impl Layout {
     /// assert_eq!("(2,3):(1,2)".parse::<Layout>().unwrap().size().unwrap(), 6);
     /// ```
     pub fn size(&self) -> Result<i64> {
-        self.shape.size()
+        self.modes.iter().try_fold(1, |acc, m| mul(acc, m.0, "a size"))
     }
 
     /// Codomain size, `1 + Σ (s-1)·|d|` over the flattened modes
@@ -136,7 +286,7 @@ impl Layout {
     /// assert_eq!("4:-1".parse::<Layout>().unwrap().cosize().unwrap(), 4);
     /// ```
     pub fn cosize(&self) -> Result<i64> {
-        self.flat_modes().iter().try_fold(1, |acc, &(s, d)| {
+        self.modes.iter().try_fold(1, |acc, &(s, d)| {
             let span = mul(s - 1, d.checked_abs().ok_or(LayoutError::Overflow { what: "cosize" })?, "cosize")?;
             add(acc, span, "cosize")
         })
@@ -149,7 +299,7 @@ impl Layout {
     /// assert_eq!("((2,2),3):((1,4),8)".parse::<Layout>().unwrap().rank(), 2);
     /// ```
     pub fn rank(&self) -> usize {
-        self.shape.rank()
+        self.items().count()
     }
 
     /// Nesting depth of the shape.
@@ -159,7 +309,41 @@ impl Layout {
     /// assert_eq!("((2,2),3):((1,4),8)".parse::<Layout>().unwrap().depth(), 2);
     /// ```
     pub fn depth(&self) -> usize {
-        self.shape.depth()
+        let mut depth: usize = 0;
+        let mut deepest = 0;
+        for &t in &self.profile {
+            match t {
+                OPEN => {
+                    depth += 1;
+                    deepest = deepest.max(depth);
+                }
+                CLOSE => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+        }
+        deepest
+    }
+
+    /// The top-level items: (first token, end token, first leaf, leaf count).
+    fn items(&self) -> impl Iterator<Item = (usize, usize, usize, usize)> + '_ {
+        let leaf = self.is_leaf();
+        let mut pos = usize::from(!leaf);
+        let mut first_leaf = 0;
+        std::iter::from_fn(move || {
+            if pos >= self.profile.len() || self.profile[pos] == CLOSE {
+                return None;
+            }
+            let end = item_end(&self.profile, pos);
+            let n = leaf_count(&self.profile[pos..end]);
+            let item = (pos, end, first_leaf, n);
+            pos = if leaf { self.profile.len() } else { end };
+            first_leaf += n;
+            Some(item)
+        })
+    }
+
+    fn sub(&self, (start, end, leaf, n): (usize, usize, usize, usize)) -> Layout {
+        Layout { modes: SmallVec::from_slice(&self.modes[leaf..leaf + n]), profile: SmallVec::from_slice(&self.profile[start..end]) }
     }
 
     /// Mode `i` as a layout; an integer layout is its own mode 0.
@@ -170,7 +354,10 @@ impl Layout {
     /// assert_eq!(l.mode(0).unwrap().to_string(), "(2,2):(1,4)");
     /// ```
     pub fn mode(&self, i: usize) -> Result<Layout> {
-        Ok(Layout { shape: self.shape.mode(i)?.clone(), stride: self.stride.mode(i)?.clone() })
+        match self.items().nth(i) {
+            Some(item) => Ok(self.sub(item)),
+            None => Err(LayoutError::NoSuchMode { index: i, rank: self.rank() }),
+        }
     }
 
     /// All top-level modes.
@@ -181,12 +368,12 @@ impl Layout {
     /// assert_eq!(l.modes().len(), 2);
     /// ```
     pub fn modes(&self) -> Vec<Layout> {
-        self.shape
-            .modes()
-            .iter()
-            .zip(self.stride.modes())
-            .map(|(s, d)| Layout { shape: s.clone(), stride: d.clone() })
-            .collect()
+        self.modes_iter().collect()
+    }
+
+    /// The top-level modes, one by one, without collecting them.
+    pub(crate) fn modes_iter(&self) -> impl Iterator<Item = Layout> + '_ {
+        self.items().map(|item| self.sub(item))
     }
 
     /// The flattened `(extent, stride)` pairs, left to right.
@@ -194,10 +381,10 @@ impl Layout {
     /// ```
     /// # use retile_layout::Layout;
     /// let l: Layout = "((2,2),3):((1,4),8)".parse().unwrap();
-    /// assert_eq!(l.flat_modes(), vec![(2, 1), (2, 4), (3, 8)]);
+    /// assert_eq!(l.flat_modes(), [(2, 1), (2, 4), (3, 8)]);
     /// ```
-    pub fn flat_modes(&self) -> Vec<(i64, i64)> {
-        self.shape.leaves().into_iter().zip(self.stride.leaves()).collect()
+    pub fn flat_modes(&self) -> &[(i64, i64)] {
+        &self.modes
     }
 
     /// The layout with a flat shape and stride (same function).
@@ -208,10 +395,21 @@ impl Layout {
     /// assert_eq!(l.flatten().to_string(), "(2,2,3):(1,4,8)");
     /// ```
     pub fn flatten(&self) -> Layout {
-        Layout { shape: self.shape.flatten(), stride: self.stride.flatten() }
+        if self.is_leaf() {
+            return self.clone();
+        }
+        let mut profile = Profile::new();
+        profile.push(OPEN);
+        profile.extend(std::iter::repeat_n(LEAF, self.modes.len()));
+        profile.push(CLOSE);
+        Layout { modes: self.modes.clone(), profile }
     }
 
     /// `L(i)`: the offset of index `i` (the last mode is not reduced).
+    ///
+    /// At every level all modes but the last take the index modulo their
+    /// size, so the nested split is the flat colexicographic split over the
+    /// leaves with only the very last leaf unreduced.
     ///
     /// ```
     /// # use retile_layout::Layout;
@@ -219,7 +417,14 @@ impl Layout {
     /// assert_eq!(l.eval(3).unwrap(), 5);
     /// ```
     pub fn eval(&self, index: i64) -> Result<i64> {
-        index_to_offset(index, &self.shape, &self.stride)
+        let Some((&(_, last), leading)) = self.modes.split_last() else { return Ok(0) };
+        let mut rest = index;
+        let mut offset = 0i64;
+        for &(s, d) in leading {
+            offset = add(offset, mul(rest % s, d, "an offset")?, "an offset")?;
+            rest /= s;
+        }
+        add(offset, mul(rest, last, "an offset")?, "an offset")
     }
 
     /// `L(c)` for a coordinate: a tuple coordinate is matched mode by mode,
@@ -231,7 +436,7 @@ impl Layout {
     /// assert_eq!(l.eval_coord(&"((0,(1,5)),0)".parse().unwrap()).unwrap(), 164);
     /// ```
     pub fn eval_coord(&self, coord: &IntTuple) -> Result<i64> {
-        coord_to_offset(coord, &self.shape, &self.stride)
+        coord_to_offset(coord, self)
     }
 
     /// `L(i)` for `i` in `0..count`.
@@ -246,37 +451,6 @@ impl Layout {
     }
 }
 
-/// The offset of index `i` in a (shape, stride): every mode but the last
-/// takes `i mod size`, the last takes the quotient whole.
-fn index_to_offset(index: i64, shape: &IntTuple, stride: &IntTuple) -> Result<i64> {
-    match (shape, stride) {
-        (IntTuple::Tuple(ss), IntTuple::Tuple(ds)) => {
-            let mut rest = index;
-            let mut offset = 0i64;
-            for (k, (s, d)) in ss.iter().zip(ds).enumerate() {
-                let part = if k + 1 == ss.len() {
-                    index_to_offset(rest, s, d)?
-                } else {
-                    let n = s.size()?;
-                    let part = index_to_offset(rest % n, s, d)?;
-                    rest /= n;
-                    part
-                };
-                offset = add(offset, part, "an offset")?;
-            }
-            Ok(offset)
-        }
-        (_, IntTuple::Int(d)) => mul(index, *d, "an offset"),
-        (IntTuple::Int(_), IntTuple::Tuple(_)) => unreachable_congruence(),
-    }
-}
-
-/// Shape and stride are congruent by construction; a mismatch cannot reach
-/// here, but if it did it is reported rather than panicking.
-fn unreachable_congruence() -> Result<i64> {
-    Err(LayoutError::NotCongruent { shape: "?".into(), stride: "?".into() })
-}
-
 /// CuTe's `crd2idx(coord, shape, stride)`: the offset of a coordinate.
 ///
 /// ```
@@ -287,25 +461,22 @@ fn unreachable_congruence() -> Result<i64> {
 /// assert_eq!(crd2idx(&IntTuple::Int(3), &shape, &stride).unwrap(), 5);
 /// ```
 pub fn crd2idx(coord: &IntTuple, shape: &IntTuple, stride: &IntTuple) -> Result<i64> {
-    Layout::new(shape.clone(), stride.clone())?;
-    coord_to_offset(coord, shape, stride)
+    Layout::new(shape.clone(), stride.clone())?.eval_coord(coord)
 }
 
-fn coord_to_offset(coord: &IntTuple, shape: &IntTuple, stride: &IntTuple) -> Result<i64> {
+/// A tuple coordinate is matched mode by mode; an integer is an index into
+/// the layout below it.
+fn coord_to_offset(coord: &IntTuple, layout: &Layout) -> Result<i64> {
     match coord {
-        IntTuple::Int(i) => index_to_offset(*i, shape, stride),
-        IntTuple::Tuple(cs) => match (shape, stride) {
-            (IntTuple::Tuple(ss), IntTuple::Tuple(ds)) if ss.len() == cs.len() => {
-                cs.iter().zip(ss.iter().zip(ds)).try_fold(0i64, |acc, (c, (s, d))| {
-                    add(acc, coord_to_offset(c, s, d)?, "an offset")
-                })
-            }
-            _ => Err(LayoutError::BadCoordinate {
-                coord: coord.to_string(),
-                shape: shape.to_string(),
-                reason: "a tuple coordinate needs a tuple shape of the same rank",
-            }),
-        },
+        IntTuple::Int(i) => layout.eval(*i),
+        IntTuple::Tuple(cs) if !layout.is_leaf() && cs.len() == layout.rank() => {
+            cs.iter().zip(layout.modes_iter()).try_fold(0i64, |acc, (c, m)| add(acc, coord_to_offset(c, &m)?, "an offset"))
+        }
+        IntTuple::Tuple(_) => Err(LayoutError::BadCoordinate {
+            coord: coord.to_string(),
+            shape: layout.shape().to_string(),
+            reason: "a tuple coordinate needs a tuple shape of the same rank",
+        }),
     }
 }
 
@@ -345,9 +516,30 @@ fn split_index(index: i64, shape: &IntTuple) -> Result<IntTuple> {
     }
 }
 
+impl Layout {
+    fn write_part(&self, f: &mut fmt::Formatter<'_>, pick: impl Fn(&(i64, i64)) -> i64) -> fmt::Result {
+        let mut leaves = self.modes.iter();
+        let mut previous = OPEN;
+        for &t in &self.profile {
+            if t != CLOSE && previous != OPEN {
+                f.write_str(",")?;
+            }
+            match t {
+                OPEN => f.write_str("(")?,
+                CLOSE => f.write_str(")")?,
+                _ => write!(f, "{}", leaves.next().map(&pick).unwrap_or(0))?,
+            }
+            previous = t;
+        }
+        Ok(())
+    }
+}
+
 impl fmt::Display for Layout {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}", self.shape, self.stride)
+        self.write_part(f, |m| m.0)?;
+        f.write_str(":")?;
+        self.write_part(f, |m| m.1)
     }
 }
 

@@ -113,6 +113,5 @@ fn pad(layout: &Layout, rank: usize) -> Layout {
 /// Zips two layouts of equal rank mode by mode: `((x0,y0),(x1,y1),...)`;
 /// two integer layouts give `((x,y))`.
 fn zip(x: &Layout, y: &Layout) -> Layout {
-    let modes = x.modes().into_iter().zip(y.modes()).map(|(p, q)| Layout::from_modes(vec![p, q])).collect();
-    Layout::from_modes(modes)
+    Layout::from_modes(x.modes_iter().zip(y.modes_iter()).map(|(p, q)| Layout::from_modes([p, q])))
 }

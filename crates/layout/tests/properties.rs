@@ -92,8 +92,8 @@ fn pow2_injective() -> impl Strategy<Value = Layout> {
             strides[k] = covered * gap;
             covered = strides[k] * modes[k].0;
         }
-        let shape = with_leaves(l.shape(), &mut modes.iter().map(|m| m.0));
-        Layout::new(shape, with_leaves(l.shape(), &mut strides.into_iter())).unwrap()
+        let shape = with_leaves(&l.shape(), &mut modes.iter().map(|m| m.0));
+        Layout::new(shape, with_leaves(&l.shape(), &mut strides.into_iter())).unwrap()
     })
 }
 
@@ -110,7 +110,7 @@ fn same_shape_pair() -> impl Strategy<Value = (Layout, Layout)> {
             strides[k] = covered;
             covered *= modes[k].0;
         }
-        let b = Layout::new(a.shape().clone(), with_leaves(a.shape(), &mut strides.into_iter())).unwrap();
+        let b = Layout::new(a.shape().clone(), with_leaves(&a.shape(), &mut strides.into_iter())).unwrap();
         (a, b)
     })
 }
@@ -145,7 +145,7 @@ proptest! {
     #[test]
     fn composition_is_function_composition(a in any_layout(), b in any_layout()) {
         if let Ok(r) = composition(&a, &b) {
-            prop_assert!(b.shape().compatible(r.shape()), "{} is not compatible with {}", b, r);
+            prop_assert!(b.shape().compatible(&r.shape()), "{} is not compatible with {}", b, r);
             for i in 0..b.size().unwrap() {
                 prop_assert_eq!(r.eval(i).unwrap(), a.eval(b.eval(i).unwrap()).unwrap(), "at {}: R = {}", i, r);
             }
@@ -213,7 +213,7 @@ proptest! {
         prop_assert!(same_function(&tile, &direct, b.size().unwrap()));
         prop_assert_eq!(d.size().unwrap(), size);
         for i in 0..size {
-            prop_assert_eq!(d.eval(i).unwrap(), a.eval(Layout::from_modes(vec![b.clone(), complement(&b, coalesce(&a).unwrap().shape()).unwrap()]).eval(i).unwrap()).unwrap());
+            prop_assert_eq!(d.eval(i).unwrap(), a.eval(Layout::from_modes(vec![b.clone(), complement(&b, &coalesce(&a).unwrap().shape()).unwrap()]).eval(i).unwrap()).unwrap());
         }
     }
 

@@ -211,7 +211,7 @@ impl TileStream {
             self.allocated += 1;
             let bytes = self.plan.epoch_buffer_bytes() as usize;
             self.summary.buffer_bytes += bytes as u64;
-            return Ok(self.fill.iter().copied().cycle().take(bytes).collect());
+            return Ok(self.pool.install(|| filled(bytes, &self.fill)));
         }
         let waited = Instant::now();
         let result = worker.returned.recv().map_err(|_| StreamError::Sink("the sink thread stopped".into()))?;
@@ -226,10 +226,9 @@ impl TileStream {
         if planes < n0 {
             let tile_bytes = self.geometry.tile_bytes;
             let keep = tile_bytes / n0 as usize * planes as usize;
+            let tail = filled(tile_bytes - keep, &self.fill);
             for tile in buffer.chunks_exact_mut(tile_bytes) {
-                for (i, b) in tile[keep..].iter_mut().enumerate() {
-                    *b = self.fill[(keep + i) % self.fill.len()];
-                }
+                tile[keep..].copy_from_slice(&tail);
             }
         }
         let worker = self.worker.as_ref().ok_or(StreamError::Finished)?;
@@ -279,3 +278,29 @@ impl TileStream {
         Ok(self.summary.clone())
     }
 }
+
+/// `bytes` bytes of the repeated element `fill` (whose length divides
+/// `bytes`), written now (by all threads of the current pool) so that no page
+/// fault lands in the hot path.
+pub(crate) fn filled(bytes: usize, fill: &[u8]) -> Vec<u8> {
+    use rayon::prelude::*;
+    if fill.iter().all(|&b| b == fill[0]) {
+        let mut out = Vec::with_capacity(bytes);
+        out.spare_capacity_mut().par_chunks_mut(1 << 20).for_each(|chunk| {
+            chunk.iter_mut().for_each(|b| {
+                b.write(fill[0]);
+            })
+        });
+        // SAFETY: every byte of the capacity was just initialised.
+        unsafe { out.set_len(bytes) };
+        return out;
+    }
+    let mut out = Vec::with_capacity(bytes);
+    out.extend_from_slice(&fill[..fill.len().min(bytes)]);
+    while out.len() < bytes {
+        let n = out.len().min(bytes - out.len());
+        out.extend_from_within(..n);
+    }
+    out
+}
+

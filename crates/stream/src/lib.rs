@@ -23,6 +23,7 @@
 
 mod dtype;
 mod engine;
+mod kernels;
 mod plan;
 mod scatter;
 mod sink;

@@ -9,6 +9,7 @@
 //! group is copied tile column by tile column as a small 2-D block — the
 //! in-register transpose when the fastest tile extent is tiny.
 
+use crate::kernels::{copy_columns, copy_runs, store_fence};
 use crate::plan::StreamPlan;
 
 /// The epoch geometry, in bytes and rows.
@@ -139,21 +140,25 @@ impl Geometry {
         }
     }
 
-    /// Copies `rows` whole rows from row `r` on (a group, or part of one).
+    /// Copies `rows` whole rows from row `r` on (a group, or part of one):
+    /// the full tile columns as one block, then the ragged last column.
     fn group(&self, target: Target, r: usize, rows: usize, src: &[u8]) {
         let (base, _) = self.row_place(r);
-        let columns = self.row_bytes.div_ceil(self.seg_bytes);
-        for c in 0..columns {
-            let width = self.seg_bytes.min(self.row_bytes - c * self.seg_bytes);
-            let dst = base + c * self.tile_bytes;
-            let span = (rows - 1) * self.seg_bytes + width;
-            assert!(dst + span <= target.1 && c * self.seg_bytes + (rows - 1) * self.row_bytes + width <= src.len());
-            // SAFETY: the destination range was just checked to lie in the buffer,
-            // and groups of one scatter write disjoint rows of their tiles.
-            unsafe {
-                copy_block(target.0.add(dst), self.seg_bytes, src.as_ptr().add(c * self.seg_bytes), self.row_bytes, rows, width);
+        let full = self.row_bytes / self.seg_bytes;
+        let last_width = self.row_bytes % self.seg_bytes;
+        let columns = full + usize::from(last_width > 0);
+        let dst_end = base + (columns - 1) * self.tile_bytes + (rows - 1) * self.seg_bytes + self.seg_bytes.min(self.row_bytes);
+        assert!(dst_end <= target.1 && rows * self.row_bytes <= src.len(), "a group lies inside its buffers");
+        // SAFETY: the block was just checked to lie in both buffers, and the
+        // groups of one scatter write disjoint rows of their tiles.
+        unsafe {
+            copy_columns(target.0.add(base), self.tile_bytes, src.as_ptr(), self.row_bytes, rows, full, self.seg_bytes);
+            if last_width > 0 {
+                let dst = target.0.add(base + full * self.tile_bytes);
+                copy_runs(dst, self.seg_bytes, src.as_ptr().add(full * self.seg_bytes), self.row_bytes, rows, last_width);
             }
         }
+        store_fence();
     }
 }
 
@@ -165,32 +170,3 @@ struct Target(*mut u8, usize);
 unsafe impl Send for Target {}
 // SAFETY: as above.
 unsafe impl Sync for Target {}
-
-/// Copies `rows` runs of `width` bytes from `src` (stride `src_stride`) to
-/// `dst` (stride `dst_stride`), with fixed-size moves for small widths.
-///
-/// # Safety
-/// Every run must lie inside its allocation, and the destinations must not
-/// overlap the sources.
-unsafe fn copy_block(dst: *mut u8, dst_stride: usize, src: *const u8, src_stride: usize, rows: usize, width: usize) {
-    unsafe fn fixed<const W: usize>(dst: *mut u8, ds: usize, src: *const u8, ss: usize, rows: usize) {
-        for g in 0..rows {
-            let v = std::ptr::read_unaligned(src.add(g * ss) as *const [u8; W]);
-            std::ptr::write_unaligned(dst.add(g * ds) as *mut [u8; W], v);
-        }
-    }
-    match width {
-        1 => fixed::<1>(dst, dst_stride, src, src_stride, rows),
-        2 => fixed::<2>(dst, dst_stride, src, src_stride, rows),
-        4 => fixed::<4>(dst, dst_stride, src, src_stride, rows),
-        8 => fixed::<8>(dst, dst_stride, src, src_stride, rows),
-        16 => fixed::<16>(dst, dst_stride, src, src_stride, rows),
-        32 => fixed::<32>(dst, dst_stride, src, src_stride, rows),
-        _ if dst_stride == width && src_stride == width => std::ptr::copy_nonoverlapping(src, dst, rows * width),
-        _ => {
-            for g in 0..rows {
-                std::ptr::copy_nonoverlapping(src.add(g * src_stride), dst.add(g * dst_stride), width);
-            }
-        }
-    }
-}

@@ -157,7 +157,7 @@ impl ShardLayout {
         let rank = self.tile.len();
         let extent: Vec<usize> = self.tile.iter().zip(&self.shard).map(|(n, k)| n * k).collect();
         let total: usize = extent.iter().product::<usize>() * self.esize;
-        let mut out: Vec<u8> = fill.iter().copied().cycle().take(total).collect();
+        let mut out = crate::engine::filled(total, fill);
         let tile_bytes = self.tile.iter().product::<usize>() * self.esize;
         let row = self.tile[rank - 1] * self.esize;
         let per_epoch: usize = self.shard[1..].iter().product();
