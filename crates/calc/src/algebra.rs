@@ -105,7 +105,7 @@ fn dispatch(name: &str, args: &[Value]) -> Result<Value, CalcError> {
         }
         "make_layout" => {
             arity(name, args, 1, usize::MAX)?;
-            cute::Layout::from_modes(args.iter().map(Value::to_layout).collect::<Result<_, _>>()?)
+            cute::Layout::from_modes(args.iter().map(Value::to_layout).collect::<Result<Vec<_>, _>>()?)
         }
         "mode" => {
             arity(name, args, 2, 2)?;
