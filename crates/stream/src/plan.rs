@@ -157,7 +157,7 @@ impl StreamPlan {
     /// plan reports the seed's value there.
     fn dim_strides(&self, d: usize) -> (u64, u64) {
         let k = self.spec.shape.len() - 1 - d;
-        let mode = self.lifted.mode(k).map(|m| m.flat_modes()).unwrap_or_default();
+        let mode = self.lifted.mode(k).map(|m| m.flat_modes().to_vec()).unwrap_or_default();
         let (n, sn) = mode.first().copied().unwrap_or((1, 0));
         let inner: u64 = self.spec.shape[d + 1..].iter().product();
         let stride_n = if n == 1 { inner } else { sn as u64 };
