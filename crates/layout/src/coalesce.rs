@@ -4,31 +4,35 @@ use crate::error::{mul, LayoutError, Result};
 use crate::int_tuple::IntTuple;
 use crate::layout::{Layout, Modes};
 
-/// Merges modes from the back (CuTe's `bw_coalesce`): size-1 modes vanish,
-/// and `s0:d0` followed by `s1:(s0*d0)` becomes `(s0*s1):d0`.
-/// `front` is the initial last mode.
-fn bw_coalesce(modes: &[(i64, i64)], front: (i64, i64)) -> Result<Modes> {
-    let mut reversed = Modes::new();
-    reversed.push(front);
-    for &(s, d) in modes.iter().rev() {
+/// Appends the merge of `modes` to `out`: size-1 modes vanish, and `s0:d0`
+/// followed by `s1:(s0*d0)` becomes `(s0*s1):d0`; nothing left gives `1:0`.
+/// (CuTe merges from the back; merging adjacent pairs is associative along
+/// the chain, so merging from the front gives the same modes.)
+fn merge_into(modes: impl Iterator<Item = (i64, i64)>, out: &mut Modes) -> Result<()> {
+    let start = out.len();
+    for (s, d) in modes {
         if s == 1 {
             continue;
         }
-        let single = reversed.len() == 1;
-        let Some(last) = reversed.last_mut() else { break };
-        if single && last.0 == 1 {
-            *last = (s, d);
-        } else if mul(s, d, "coalesce")? == last.1 {
-            *last = (mul(s, last.0, "coalesce")?, d);
-        } else {
-            reversed.push((s, d));
+        let mergeable = out.len() > start;
+        match out.last_mut() {
+            Some(last) if mergeable && mul(last.0, last.1, "coalesce")? == d => {
+                last.0 = mul(last.0, s, "coalesce")?;
+            }
+            _ => out.push((s, d)),
         }
     }
-    if reversed.len() == 1 && reversed[0].0 == 1 {
-        reversed[0] = (1, 0);
+    if out.len() == start {
+        out.push((1, 0));
     }
-    reversed.reverse();
-    Ok(reversed)
+    Ok(())
+}
+
+/// Coalesces flat `(extent, stride)` pairs.
+pub(crate) fn coalesce_modes(modes: &[(i64, i64)]) -> Result<Modes> {
+    let mut out = Modes::new();
+    merge_into(modes.iter().copied(), &mut out)?;
+    Ok(out)
 }
 
 /// The flattened modes of a layout, merged where possible: same function and
@@ -38,12 +42,15 @@ pub(crate) fn coalesced_modes(layout: &Layout) -> Result<Modes> {
 }
 
 /// Like [`coalesced_modes`], but the function is also kept past the size
-/// (CuTe's `coalesce_x`): a trailing size-1 mode keeps its stride.
+/// (CuTe's `coalesce_x`): a trailing size-1 mode keeps its stride, standing
+/// as an extent-2 mode that is never merged away.
 pub(crate) fn coalesced_modes_x(layout: &Layout) -> Result<Modes> {
     let flat = layout.flat_modes();
     let (last, rest) = flat.split_last().unwrap_or((&(1, 0), &[]));
-    let front = if last.0 == 1 { (2, last.1) } else { *last };
-    bw_coalesce(rest, front)
+    let last = if last.0 == 1 { (2, last.1) } else { *last };
+    let mut out = Modes::new();
+    merge_into(rest.iter().copied().chain(std::iter::once(last)), &mut out)?;
+    Ok(out)
 }
 
 /// Coalesce: flatten and merge modes; the result has depth ≤ 1, the same size
@@ -55,7 +62,7 @@ pub(crate) fn coalesced_modes_x(layout: &Layout) -> Result<Modes> {
 /// assert_eq!(coalesce(&l).unwrap().to_string(), "12:1");
 /// ```
 pub fn coalesce(layout: &Layout) -> Result<Layout> {
-    Ok(Layout::from_flat(&coalesced_modes(layout)?))
+    Ok(Layout::from_flat_modes(coalesced_modes(layout)?))
 }
 
 /// Coalesce by profile: each mode named by a tuple `profile` is coalesced on
@@ -109,17 +116,12 @@ pub(crate) fn by_mode(
 /// assert_eq!(filter(&l).unwrap().to_string(), "6:1");
 /// ```
 pub fn filter(layout: &Layout) -> Result<Layout> {
-    Ok(Layout::from_flat(&filtered_modes(layout)?))
-}
-
-/// Coalesces flat `(extent, stride)` pairs.
-pub(crate) fn coalesce_modes(modes: &[(i64, i64)]) -> Result<Modes> {
-    let (last, rest) = modes.split_last().unwrap_or((&(1, 0), &[]));
-    bw_coalesce(rest, *last)
+    Ok(Layout::from_flat_modes(filtered_modes(layout)?))
 }
 
 /// The modes of `filter(layout)`.
 pub(crate) fn filtered_modes(layout: &Layout) -> Result<Modes> {
-    let kept: Modes = layout.flat_modes().iter().copied().filter(|&(_, d)| d != 0).collect();
-    coalesce_modes(&kept)
+    let mut out = Modes::new();
+    merge_into(layout.flat_modes().iter().copied().filter(|&(_, d)| d != 0), &mut out)?;
+    Ok(out)
 }

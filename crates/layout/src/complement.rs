@@ -1,7 +1,7 @@
 //! Complement: the layout of the offsets a layout does not reach, in order.
 
 use crate::coalesce::{coalesce_modes, filtered_modes};
-use crate::error::{ceil_div, mul, LayoutError, Result};
+use crate::error::{ceil_div, div_rem, mul, LayoutError, Result};
 use crate::int_tuple::IntTuple;
 use crate::layout::{Layout, Modes};
 
@@ -46,14 +46,15 @@ pub(crate) fn complement_leaves(a: &Layout, cotarget: &[i64]) -> Result<Layout> 
     let mut current = 1i64;
     for k in sorted_by_stride(&modes) {
         let (shape, stride) = modes[k];
-        if stride % current != 0 || stride < current {
+        let (quotient, remainder) = div_rem(stride, current);
+        if remainder != 0 || quotient == 0 {
             return Err(LayoutError::ComplementNotDivisible { mode: k, stride, covered: current });
         }
-        result.push((stride / current, current));
+        result.push((quotient, current));
         current = mul(stride, shape, "a complement stride")?;
     }
     result.push((ceil_div_leaves(cotarget, current)?, current));
-    Ok(Layout::from_flat(&coalesce_modes(&result)?))
+    Ok(Layout::from_flat_modes(coalesce_modes(&result)?))
 }
 
 /// The size of CuTe's `ceil_div(M, divisor)` for a cotarget with these
@@ -70,7 +71,10 @@ fn ceil_div_leaves(leaves: &[i64], divisor: i64) -> Result<i64> {
 
 /// Indices of `modes` in ascending order of stride (stable).
 pub(crate) fn sorted_by_stride(modes: &[(i64, i64)]) -> smallvec::SmallVec<[usize; 8]> {
-    let mut order: smallvec::SmallVec<[usize; 8]> = (0..modes.len()).collect();
-    order.sort_by_key(|&k| modes[k].1);
+    let mut order: smallvec::SmallVec<[usize; 8]> = smallvec::SmallVec::new();
+    for k in 0..modes.len() {
+        let at = order.iter().position(|&j| modes[j].1 > modes[k].1).unwrap_or(order.len());
+        order.insert(at, k);
+    }
     order
 }

@@ -1,7 +1,7 @@
 //! Functional composition `A ∘ B`: `(A ∘ B)(c) = A(B(c))`.
 
 use crate::coalesce::{by_mode, coalesced_modes_x};
-use crate::error::{add, ceil_div, mul, LayoutError, Result};
+use crate::error::{add, ceil_div, div_rem, mul, LayoutError, Result};
 use crate::layout::{Layout, LayoutBuilder, Modes, Token};
 use crate::tiler::Tiler;
 
@@ -155,19 +155,20 @@ fn compose_mode(flat_a: &[(i64, i64)], s: i64, d: i64, usage: &mut Usage, out: &
     for (mode, &(curr_shape, curr_stride)) in leading.iter().enumerate() {
         let magnitude = rest_stride.checked_abs().ok_or(LayoutError::Overflow { what: "a composed stride" })?;
         let next_shape = ceil_div(curr_shape, magnitude);
-        let divides = magnitude % curr_shape == 0 || curr_shape % magnitude == 0;
+        let divides = div_rem(magnitude, curr_shape).1 == 0 || div_rem(curr_shape, magnitude).1 == 0;
         if !divides && (magnitude >= curr_shape || rest_shape > next_shape) {
             return Err(LayoutError::StrideDivisibility { mode, extent: curr_shape, stride: rest_stride });
         }
         let next_stride = ceil_div(magnitude, curr_shape) * rest_stride.signum();
         if next_shape != 1 && rest_shape != 1 {
             let taken = next_shape.min(rest_shape);
-            if rest_shape % taken != 0 {
+            let (quotient, remainder) = div_rem(rest_shape, taken);
+            if remainder != 0 {
                 return Err(LayoutError::ShapeDivisibility { mode, taken, rest: rest_shape });
             }
             usage.add(mode, mul(taken - 1, magnitude, "a composition check")? + 1)?;
             result.push((taken, mul(rest_stride, curr_stride, "a composed stride")?));
-            rest_shape /= taken;
+            rest_shape = quotient;
         }
         rest_stride = next_stride;
     }

@@ -3,7 +3,7 @@
 use crate::coalesce::{coalesce_modes, coalesced_modes};
 use crate::complement::sorted_by_stride;
 use crate::composition::composition;
-use crate::error::{mul, LayoutError, Result};
+use crate::error::{div_rem, mul, LayoutError, Result};
 use crate::layout::{Layout, Modes};
 
 /// Exclusive prefix products of the extents (the index step of each mode).
@@ -45,7 +45,7 @@ pub fn right_inverse(layout: &Layout) -> Result<Layout> {
             covered = mul(shape, stride, "a right inverse")?;
         }
     }
-    Ok(Layout::from_flat(&coalesce_modes(&result)?))
+    Ok(Layout::from_flat_modes(coalesce_modes(&result)?))
 }
 
 /// `left_inverse(L)`: an R with `L(R(L(i))) = L(i)` for `i < size(L)` (the
@@ -72,17 +72,18 @@ pub fn left_inverse(layout: &Layout) -> Result<Layout> {
         if stride == 0 {
             continue;
         }
-        if stride % covered != 0 {
+        let (quotient, remainder) = div_rem(stride, covered);
+        if remainder != 0 {
             return Err(LayoutError::LeftInverseDivisibility { mode: k, stride, covered });
         }
-        shapes.push(stride / covered);
+        shapes.push(quotient);
         strides.push(steps[k]);
-        covered = mul(covered, stride / covered, "a left inverse")?;
+        covered = mul(covered, quotient, "a left inverse")?;
     }
     let last = order.last().map_or(1, |&k| modes[k].0);
     shapes.push(last);
     let pairs: Modes = shapes.into_iter().zip(strides).collect();
-    Ok(Layout::from_flat(&coalesce_modes(&pairs)?))
+    Ok(Layout::from_flat_modes(coalesce_modes(&pairs)?))
 }
 
 /// The largest `N` such that A and B agree on their first `N` indices' order

@@ -10,7 +10,7 @@ use std::fmt;
 
 use smallvec::SmallVec;
 
-use crate::error::{add, mul, LayoutError, Result};
+use crate::error::{add, div_rem, mul, LayoutError, Result};
 use crate::int_tuple::IntTuple;
 
 /// Leaves of a layout, inline up to 8.
@@ -218,6 +218,21 @@ impl Layout {
         })
     }
 
+    /// A flat layout owning `modes` (see [`Layout::from_flat`]).
+    pub(crate) fn from_flat_modes(modes: Modes) -> Layout {
+        let mut profile = Profile::new();
+        match modes.len() {
+            0 => return Layout::from_flat(&[]),
+            1 => profile.push(LEAF),
+            n => {
+                profile.push(OPEN);
+                profile.extend(std::iter::repeat_n(LEAF, n));
+                profile.push(CLOSE);
+            }
+        }
+        Layout { modes, profile }
+    }
+
     /// The layout is a single integer mode (not a tuple).
     pub(crate) fn is_leaf(&self) -> bool {
         self.profile.as_slice() == [LEAF]
@@ -421,8 +436,9 @@ impl Layout {
         let mut rest = index;
         let mut offset = 0i64;
         for &(s, d) in leading {
-            offset = add(offset, mul(rest % s, d, "an offset")?, "an offset")?;
-            rest /= s;
+            let (q, r) = if rest >= 0 { div_rem(rest, s) } else { (rest / s, rest % s) };
+            offset = add(offset, mul(r, d, "an offset")?, "an offset")?;
+            rest = q;
         }
         add(offset, mul(rest, last, "an offset")?, "an offset")
     }
