@@ -2,7 +2,7 @@
 
 use retile_layout::Layout;
 
-use crate::algebra;
+use crate::{algebra, device};
 use crate::syntax::{BinaryOp, Expr, ExprKind};
 use crate::value::Value;
 use crate::CalcError;
@@ -76,5 +76,12 @@ fn call(name: &str, method: bool, args: &[Value], kwargs: &[(String, Value)]) ->
         }
         return result;
     }
-    Err(CalcError::new(format!("unknown function '{name}'; known: {}", algebra::FUNCTIONS.join(", "))))
+    if method {
+        return Err(CalcError::new(format!("{name} is a function, not a method: write {name}(...)")));
+    }
+    if let Some(result) = device::call(name, args, kwargs) {
+        return result;
+    }
+    let known: Vec<&str> = algebra::FUNCTIONS.iter().chain(device::FUNCTIONS).copied().collect();
+    Err(CalcError::new(format!("unknown function '{name}'; known: {}", known.join(", "))))
 }

@@ -12,6 +12,7 @@
 //! ```
 
 pub mod algebra;
+pub mod device;
 mod eval;
 mod syntax;
 mod value;

@@ -31,6 +31,8 @@ pub enum Value {
     Underscore,
     /// A bare name (`float16`, `True`).
     Name(String),
+    /// A device (stick) layout.
+    Device(retile_device::DeviceLayout),
 }
 
 impl Value {
@@ -45,6 +47,7 @@ impl Value {
             Value::Tiler(_) => "a tiler",
             Value::Underscore => "_",
             Value::Name(_) => "a name",
+            Value::Device(_) => "a device layout",
         }
     }
 
@@ -108,6 +111,7 @@ impl fmt::Display for Value {
             Value::Tiler(t) => write!(f, "{t}"),
             Value::Underscore => f.write_str("_"),
             Value::Name(n) => f.write_str(n),
+            Value::Device(l) => write!(f, "{l}"),
         }
     }
 }

@@ -64,3 +64,25 @@ fn errors_point_at_the_column() {
     let deep = format!("{}1{}", "(".repeat(10_000), ")".repeat(10_000));
     assert!(evaluate(&deep).unwrap_err().to_string().contains("nested deeper"));
 }
+
+#[test]
+fn device_layouts_evaluate_and_print_as_the_issue_shows() {
+    let cases = [
+        ("device_layout([512, 256], float16, dim_order=[0, 1, -1])", "DeviceLayout(host_size=[512, 256], device_size=[256, 512, 64], dim_map=[1, 0, -1], dtype=float16)"),
+        ("device_layout(host_size=[512, 256], device_size=[4, 512, 64], dim_map=[1, 0, 1], dtype=float16)", "DeviceLayout(host_size=[512, 256], device_size=[4, 512, 64], dim_map=[1, 0, 1], dtype=float16)"),
+        ("host_coord(device_layout([512, 256], float16), [1, 7, 3])", "(7,67)"),
+        ("host_coord(device_layout([65], float16), [1, 3])", "padding"),
+        ("device_offset(device_layout([512, 256], float16), [1, 7, 3])", "33219"),
+        ("device_bytes(device_layout([512, 256], float16))", "262144"),
+        ("host_stick_dim(device_layout([512, 256], float16, dim_order=[1, 0]))", "0"),
+        ("cute(device_layout([512, 256], float16))", "(64,512,4):(1,256,64)"),
+        ("cute(device_layout([512, 256], float16), host_stride=[1, 512])", "(64,512,4):(512,1,32768)"),
+        ("view(device_layout([3, 5, 128], float16), [3, 5, 1, 128])", "DeviceLayout(host_size=[3, 5, 1, 128], device_size=[5, 2, 3, 64], dim_map=[1, 3, 0, 3], dtype=float16)"),
+    ];
+    for (text, expected) in cases {
+        assert_eq!(evaluate(text).map(|v| v.to_string()), Ok(expected.to_string()), "{text}");
+    }
+    for bad in ["device_layout([4, 4], float16, dim_order=[0])", "device_layout([4], float99)", "device_layout([4], float16, frobnicate=1)", "host_coord(device_layout([4], float16), [9, 0])"] {
+        assert!(evaluate(bad).is_err(), "{bad}");
+    }
+}

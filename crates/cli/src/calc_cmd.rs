@@ -57,9 +57,13 @@ pub fn eval(args: &EvalArgs) -> Result<ExitCode, String> {
     Ok(if all_ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
-/// Renders a value as a drawing, if it has one.
+/// Renders a value as a drawing: a layout as a grid of offsets, a device
+/// layout as its sticks.
 fn drawing(value: &Value) -> Result<String, CalcError> {
-    Ok(retile_layout::render_grid(&value.to_layout()?)?)
+    match value {
+        Value::Device(l) => l.render_sticks().map_err(|e| CalcError::new(e.to_string())),
+        other => Ok(retile_layout::render_grid(&other.to_layout()?)?),
+    }
 }
 
 /// `retile show`: draw a layout; on an error, point at the column.

@@ -1,0 +1,37 @@
+//! # retile-device: strided and device (stick) layouts
+//!
+//! PyTorch-style strided layouts ([`StridedLayout`]) and tiled device layouts
+//! with 128-byte sticks ([`DeviceLayout`]): host dimensions split over a
+//! row-major device array whose last dimension is one stick. Both convert to
+//! CuTe [`retile_layout::Layout`]s.
+//!
+//! ```
+//! use retile_device::{DeviceDType, DeviceLayout};
+//! let l = DeviceLayout::with_dim_order(&[512, 256], DeviceDType::Float16, &[0, 1, -1])?;
+//! assert_eq!(l.to_string(), "DeviceLayout(host_size=[512, 256], device_size=[256, 512, 64], dim_map=[1, 0, -1], dtype=float16)");
+//! assert_eq!(l.host_coord(&[3, 7, 0])?, Some(vec![7, 3]));
+//! assert_eq!(l.host_coord(&[3, 7, 1])?, None);
+//! # Ok::<(), retile_device::DeviceError>(())
+//! ```
+
+mod dtype;
+mod layout;
+mod strided;
+mod view;
+
+use thiserror::Error;
+
+pub use dtype::DeviceDType;
+pub use layout::{DeviceLayout, MAX_DEVICE_RANK, MAX_HOST_RANK};
+pub use strided::StridedLayout;
+
+/// Errors of device layouts.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum DeviceError {
+    /// The layout or the request is invalid; the message says what to change.
+    #[error("{0}")]
+    Invalid(String),
+    /// The layout algebra rejected a conversion.
+    #[error("layout: {0}")]
+    Layout(#[from] retile_layout::LayoutError),
+}
