@@ -68,6 +68,12 @@ fn tiling(src: &[u8], planes: u64, tile: &[u64], sink: Box<dyn Sink>) -> Rates {
     Rates { steady, overall, summary }
 }
 
+/// Writes dirty pages to disk so that one disk measurement does not pay
+/// for the previous one's write-back.
+fn flush_page_cache() {
+    let _ = Command::new("sync").status();
+}
+
 /// GB/s of writing `bytes` as files of `chunk` bytes with 2 threads: the
 /// ceiling of any Zarr writer on this file system.
 fn file_write_gbps(dir: &Path, bytes: u64, chunk: usize) -> f64 {
@@ -126,9 +132,11 @@ fn main() {
     let dir = tempfile::tempdir_in(root.join("target")).expect("temp dir");
     let zarr_planes = planes.min(256);
     let zarr_bytes = zarr_planes * SIDE * SIDE * 2;
-    let files = file_write_gbps(dir.path(), zarr_bytes, 64 * 64 * 64 * 2);
+    flush_page_cache();
     let options = ZarrOptions { path: dir.path().join("bench.zarr"), ..Default::default() };
     let zarr = tiling(&src, zarr_planes, &cube, Box::new(ZarrSink::new(options)));
+    flush_page_cache();
+    let files = file_write_gbps(dir.path(), zarr_bytes, 64 * 64 * 64 * 2);
     row(&format!("zarr (codec none, {zarr_planes} planes) / memcpy"), zarr.overall, memcpy, 0.5);
     row("zarr / writing the same bytes as plain files", zarr.overall, files, 0.8);
     let short = tiling(&src, planes / 8, &cube, Box::new(NullSink)).summary;
