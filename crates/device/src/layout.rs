@@ -93,7 +93,19 @@ impl DeviceLayout {
         if sparse {
             dim_map[last] = -1;
         }
-        Ok(DeviceLayout { host_size: host_size.to_vec(), device_size, dim_map, dtype })
+        let layout = DeviceLayout { host_size: host_size.to_vec(), device_size, dim_map, dtype };
+        layout.check_size()?;
+        Ok(layout)
+    }
+
+    /// Host and device element counts and the device bytes fit in 63 bits.
+    fn check_size(&self) -> Result<(), DeviceError> {
+        let fits = |v: &[u64], scale: u64| v.iter().try_fold(scale, |a, &x| a.checked_mul(x)).is_some_and(|t| t <= i64::MAX as u64);
+        if fits(&self.host_size, 1) && fits(&self.device_size, 128) {
+            Ok(())
+        } else {
+            invalid("the tensor is too large: element counts must fit in 63 bits".into())
+        }
     }
 
     /// An explicitly given layout, validated: equal lengths, every host
@@ -130,6 +142,7 @@ impl DeviceLayout {
             return invalid(format!("the stick dimension has extent {} but a {dtype} stick holds {e} elements", device_size[device_size.len() - 1]));
         }
         let layout = DeviceLayout { host_size: host_size.to_vec(), device_size: device_size.to_vec(), dim_map: dim_map.to_vec(), dtype };
+        layout.check_size()?;
         for (h, &s) in host_size.iter().enumerate() {
             let covered = layout.positions(h).map(|j| device_size[j]).try_fold(1u64, |a, z| a.checked_mul(z)).unwrap_or(u64::MAX);
             if covered < s {

@@ -46,7 +46,8 @@ impl DeviceLayout {
     pub fn view(&self, new_host: &[u64]) -> Result<DeviceLayout, DeviceError> {
         let old_host = self.host_size();
         let elements: u64 = old_host.iter().product();
-        if new_host.iter().product::<u64>() != elements || new_host.contains(&0) {
+        let new_elements = new_host.iter().try_fold(1u64, |a, &x| a.checked_mul(x));
+        if new_elements != Some(elements) || new_host.contains(&0) || new_host.len() > crate::MAX_HOST_RANK {
             return invalid(format!("{new_host:?} does not have the {elements} elements of {old_host:?}"));
         }
         let old_strides = row_major(old_host);

@@ -128,3 +128,14 @@ proptest! {
         prop_assert!(t.canonical().size().iter().all(|&s| s != 1));
     }
 }
+
+#[test]
+fn huge_or_hostile_sizes_are_errors_not_panics() {
+    let f16 = DeviceDType::Float16;
+    assert!(DeviceLayout::default_for(&[1 << 40, 1 << 40], f16).is_err());
+    assert!(DeviceLayout::explicit(&[4], &[u64::MAX, 64], &[0, 0], f16).is_err());
+    let l = DeviceLayout::default_for(&[4, 64], f16).unwrap();
+    assert!(l.view(&[u64::MAX, 2]).is_err());
+    assert!(l.view(&[1, 1, 1, 1, 1, 1, 1, 256]).is_err());
+    assert!(l.view(&[0, 256]).is_err());
+}

@@ -204,9 +204,24 @@ impl StreamPlan {
         self.m() * self.tile_elements() * self.spec.dtype.size() as u64
     }
 
-    /// The span of tile `tile` (slowest first): its first and last input index.
-    /// Edge tiles of ragged dimensions end early.
-    pub fn tile_span(&self, tile: &[u64]) -> TileSpan {
+    /// The span of tile `tile` (slowest first): its first and last input
+    /// index; `None` if `tile` is not a tile of the stream. Edge tiles of
+    /// ragged dimensions end early.
+    ///
+    /// ```
+    /// use retile_stream::{DType, StreamPlan, StreamSpec};
+    /// let plan = StreamPlan::new(&StreamSpec::new(DType::U8, vec![4, 4, 6], vec![2, 2, 3]).unwrap()).unwrap();
+    /// assert_eq!(plan.tile_span(&[0, 1, 1]).map(|t| (t.first, t.last)), Some((15, 47)));
+    /// assert!(plan.tile_span(&[0, 2, 0]).is_none());
+    /// ```
+    pub fn tile_span(&self, tile: &[u64]) -> Option<TileSpan> {
+        let unbounded = self.spec.is_unbounded();
+        let inside = tile.len() == self.counts.len()
+            && tile.iter().zip(&self.counts).enumerate().all(|(d, (&t, &n))| t < n || (d == 0 && unbounded));
+        inside.then(|| self.span_of(tile))
+    }
+
+    fn span_of(&self, tile: &[u64]) -> TileSpan {
         let mut first = 0;
         let mut extent_span = 0;
         for (d, &t) in tile.iter().enumerate() {
@@ -225,7 +240,7 @@ impl StreamPlan {
         let mut out = Vec::new();
         let mut coord = vec![0u64; self.counts.len()];
         while out.len() < limit {
-            out.push(self.tile_span(&coord));
+            out.push(self.span_of(&coord));
             let Some(d) = (0..coord.len()).rev().find(|&d| coord[d] + 1 < self.counts[d]) else { break };
             coord[d] += 1;
             coord[d + 1..].iter_mut().for_each(|c| *c = 0);
