@@ -2,8 +2,9 @@
 //! memory (unsqueeze, fuse, split).
 //!
 //! Every device position contributes `coordinate × weight` to the host's
-//! row-major linear index (its fold weight times its host dimension's
-//! stride). A view keeps the linear index, so each position belongs to the
+//! row-major linear index: the weights are the strides of the device
+//! layout's CuTe form ([`DeviceLayout::to_cute`] with contiguous host
+//! strides). A view keeps the linear index, so each position belongs to the
 //! new host dimension whose stride range contains its weight; a position
 //! that spans several new dimensions is split into one position per
 //! dimension (outer first, so memory order is unchanged). The result is
@@ -52,7 +53,8 @@ impl DeviceLayout {
         }
         let old_strides = row_major(old_host);
         let new_strides = row_major(new_host);
-        let weights = self.fold_weights();
+        let contiguous: Vec<i64> = old_strides.iter().map(|&s| s as i64).collect();
+        let weights: Vec<u64> = self.to_cute(&contiguous)?.flat_modes().iter().rev().map(|&(_, d)| d as u64).collect();
         let last = self.dim_map().len() - 1;
         let stick = self.host_stick_dim();
         let mut pieces = Vec::new();
@@ -61,7 +63,7 @@ impl DeviceLayout {
                 pieces.push(Piece { extent, dim: -1, weight: 0, stick_outer: false });
                 continue;
             };
-            let weight = weights[j] * old_strides[h];
+            let weight = weights[j];
             let span_end = old_host[h] * old_strides[h];
             let outermost = self.dim_map()[..j].iter().all(|&m| m != h as i64);
             let mut split = split_position(extent, weight, span_end, outermost, new_host, &new_strides)?;
