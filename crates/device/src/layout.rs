@@ -69,6 +69,9 @@ impl DeviceLayout {
         if !permutation {
             return invalid(format!("Incompatible host_size and dim_order: {order:?} is not an order of the {} host dimensions (with an optional trailing -1)", host_size.len()));
         }
+        if host_size.is_empty() {
+            return invalid("a host tensor needs at least one dimension; give a 0-d tensor as size [1]".into());
+        }
         if host_size.contains(&0) {
             return invalid("a host dimension has size 0".into());
         }

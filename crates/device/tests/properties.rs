@@ -139,4 +139,6 @@ fn huge_or_hostile_sizes_are_errors_not_panics() {
     assert!(l.view(&[u64::MAX, 2]).is_err());
     assert!(l.view(&[1, 1, 1, 1, 1, 1, 1, 256]).is_err());
     assert!(l.view(&[0, 256]).is_err());
+    assert!(DeviceLayout::default_for(&[], f16).is_err(), "found by the fuzzer: an empty host size");
+    assert!(DeviceLayout::with_dim_order(&[], f16, &[-1]).is_err());
 }
