@@ -196,17 +196,7 @@ impl Layout {
     /// A flat layout from `(extent, stride)` pairs: a single pair gives an
     /// integer layout, several a tuple, none the layout `1:0`.
     pub(crate) fn from_flat(modes: &[(i64, i64)]) -> Layout {
-        let mut profile = Profile::new();
-        match modes.len() {
-            0 => return Layout { modes: SmallVec::from_slice(&[(1, 0)]), profile: SmallVec::from_slice(&[LEAF]) },
-            1 => profile.push(LEAF),
-            n => {
-                profile.push(OPEN);
-                profile.extend(std::iter::repeat_n(LEAF, n));
-                profile.push(CLOSE);
-            }
-        }
-        Layout { modes: SmallVec::from_slice(modes), profile }
+        Layout::from_flat_modes(SmallVec::from_slice(modes))
     }
 
     /// The nesting tokens, in order.
@@ -222,7 +212,7 @@ impl Layout {
     pub(crate) fn from_flat_modes(modes: Modes) -> Layout {
         let mut profile = Profile::new();
         match modes.len() {
-            0 => return Layout::from_flat(&[]),
+            0 => return Layout { modes: SmallVec::from_slice(&[(1, 0)]), profile: SmallVec::from_slice(&[LEAF]) },
             1 => profile.push(LEAF),
             n => {
                 profile.push(OPEN);
