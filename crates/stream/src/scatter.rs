@@ -12,6 +12,9 @@
 use crate::kernels::{copy_columns, copy_runs, store_fence};
 use crate::plan::StreamPlan;
 
+/// Input rows copied together (a multiple of every transpose block height).
+const ROW_BLOCK: usize = 16;
+
 /// The epoch geometry, in bytes and rows.
 #[derive(Debug, Clone)]
 pub(crate) struct Geometry {
@@ -150,12 +153,18 @@ impl Geometry {
         let dst_end = base + (columns - 1) * self.tile_bytes + (rows - 1) * self.seg_bytes + self.seg_bytes.min(self.row_bytes);
         assert!(dst_end <= target.1 && rows * self.row_bytes <= src.len(), "a group lies inside its buffers");
         // SAFETY: the block was just checked to lie in both buffers, and the
-        // groups of one scatter write disjoint rows of their tiles.
+        // groups of one scatter write disjoint rows of their tiles. Rows go in
+        // blocks of at most ROW_BLOCK so that the input rows read at once stay
+        // within what the hardware prefetcher tracks.
         unsafe {
-            copy_columns(target.0.add(base), self.tile_bytes, src.as_ptr(), self.row_bytes, rows, full, self.seg_bytes);
-            if last_width > 0 {
-                let dst = target.0.add(base + full * self.tile_bytes);
-                copy_runs(dst, self.seg_bytes, src.as_ptr().add(full * self.seg_bytes), self.row_bytes, rows, last_width);
+            for first in (0..rows).step_by(ROW_BLOCK) {
+                let n = ROW_BLOCK.min(rows - first);
+                let dst = target.0.add(base + first * self.seg_bytes);
+                let from = src.as_ptr().add(first * self.row_bytes);
+                copy_columns(dst, self.tile_bytes, from, self.row_bytes, n, full, self.seg_bytes);
+                if last_width > 0 {
+                    copy_runs(dst.add(full * self.tile_bytes), self.seg_bytes, from.add(full * self.seg_bytes), self.row_bytes, n, last_width);
+                }
             }
         }
         store_fence();
