@@ -310,7 +310,7 @@ impl DeviceLayout {
         if sticks > 64 {
             return invalid(format!("{sticks} sticks are too many to draw; at most 64"));
         }
-        let host_strides: Vec<u64> = (0..self.host_size.len()).map(|h| self.host_size[h + 1..].iter().product()).collect();
+        let host_strides = row_major(&self.host_size);
         let width = (self.host_size.iter().product::<u64>().max(1) - 1).to_string().len();
         let mut out = format!("{self}\n");
         let mut coord = vec![0u64; self.device_size.len()];
@@ -334,6 +334,11 @@ impl DeviceLayout {
         }
         Ok(out)
     }
+}
+
+/// Row-major strides of `size`.
+pub(crate) fn row_major(size: &[u64]) -> Vec<u64> {
+    (0..size.len()).map(|h| size[h + 1..].iter().product()).collect()
 }
 
 fn list<T: fmt::Display>(items: &[T]) -> String {

@@ -12,6 +12,7 @@
 //! every weight: otherwise no device layout over the same memory expresses
 //! the view.
 
+use crate::layout::row_major;
 use crate::{DeviceError, DeviceLayout};
 
 /// One device position of the new layout: its extent, new host dimension
@@ -27,11 +28,6 @@ struct Piece {
 
 fn invalid<T>(message: String) -> Result<T, DeviceError> {
     Err(DeviceError::Invalid(format!("view: {message}")))
-}
-
-/// Row-major strides of `size`.
-fn row_major(size: &[u64]) -> Vec<u64> {
-    (0..size.len()).map(|h| size[h + 1..].iter().product()).collect()
 }
 
 impl DeviceLayout {

@@ -112,6 +112,8 @@ pub struct StreamPlan {
     spec: StreamSpec,
     counts: Vec<u64>,
     lifted: Layout,
+    /// `(stride(n_d), stride(t_d))` per dimension, read off `lifted`.
+    strides: Vec<(u64, u64)>,
 }
 
 impl StreamPlan {
@@ -132,7 +134,8 @@ impl StreamPlan {
             spec.tile.iter().rev().map(|&n| Layout::vector(n as i64, 1).map(Tiler::Layout)).collect::<Result<_, _>>()?,
         );
         let lifted = logical_divide(&input, &tiler)?;
-        Ok(StreamPlan { spec: spec.clone(), counts, lifted })
+        let strides = (0..spec.shape.len()).map(|d| lifted_strides_of(spec, &lifted, d)).collect();
+        Ok(StreamPlan { spec: spec.clone(), counts, lifted, strides })
     }
 
     /// The stream this plans.
@@ -152,22 +155,6 @@ impl StreamPlan {
         &self.lifted
     }
 
-    /// `(stride(n_d), stride(t_d))` of dimension `d` (slowest first), as input
-    /// element strides. A stride of an extent-1 mode is arbitrary in CuTe; the
-    /// plan reports the seed's value there.
-    fn dim_strides(&self, d: usize) -> (u64, u64) {
-        let k = self.spec.shape.len() - 1 - d;
-        let mode = self.lifted.mode(k).map(|m| m.flat_modes().to_vec()).unwrap_or_default();
-        let (n, sn) = mode.first().copied().unwrap_or((1, 0));
-        let inner: u64 = self.spec.shape[d + 1..].iter().product();
-        let stride_n = if n == 1 { inner } else { sn as u64 };
-        let stride_t = match mode.get(1) {
-            Some(&(t, st)) if t > 1 => st as u64,
-            _ => stride_n * self.spec.tile[d],
-        };
-        (stride_n, stride_t)
-    }
-
     /// The lifted shape, slowest first: `[t_0, n_0, t_1, n_1, ...]`.
     pub fn lifted_shape(&self) -> Vec<u64> {
         self.counts.iter().zip(&self.spec.tile).flat_map(|(&t, &n)| [t, n]).collect()
@@ -175,12 +162,12 @@ impl StreamPlan {
 
     /// Input strides of the lifted shape, slowest first.
     pub fn lifted_strides(&self) -> Vec<u64> {
-        (0..self.spec.shape.len()).flat_map(|d| { let (sn, st) = self.dim_strides(d); [st, sn] }).collect()
+        (0..self.spec.shape.len()).flat_map(|d| { let (sn, st) = self.strides[d]; [st, sn] }).collect()
     }
 
     /// `C`: how many input indices after its first a full tile receives its last.
     pub fn c(&self) -> u64 {
-        (0..self.spec.shape.len()).map(|d| (self.spec.tile[d] - 1) * self.dim_strides(d).0).sum()
+        (0..self.spec.shape.len()).map(|d| (self.spec.tile[d] - 1) * self.strides[d].0).sum()
     }
 
     /// `M`: tiles live at once, the product of the tile counts of all
@@ -191,7 +178,7 @@ impl StreamPlan {
 
     /// Input elements in one epoch (`stride(t_0)`).
     pub fn epoch_elements(&self) -> u64 {
-        self.dim_strides(0).1
+        self.strides[0].1
     }
 
     /// Elements in one tile.
@@ -225,7 +212,7 @@ impl StreamPlan {
         let mut first = 0;
         let mut extent_span = 0;
         for (d, &t) in tile.iter().enumerate() {
-            let (sn, st) = self.dim_strides(d);
+            let (sn, st) = self.strides[d];
             let n = self.spec.tile[d];
             let s = if self.spec.shape[d] == 0 { u64::MAX } else { self.spec.shape[d] };
             first += t * st;
@@ -291,6 +278,22 @@ impl StreamPlan {
             "tiles": listed,
         })
     }
+}
+
+/// `(stride(n_d), stride(t_d))` of dimension `d` (slowest first), as input
+/// element strides, from mode `rank-1-d` of the lifted layout. A stride of an
+/// extent-1 mode is arbitrary in CuTe; the plan reports the seed's value there.
+fn lifted_strides_of(spec: &StreamSpec, lifted: &Layout, d: usize) -> (u64, u64) {
+    let k = spec.shape.len() - 1 - d;
+    let mode = lifted.mode(k).map(|m| m.flat_modes().to_vec()).unwrap_or_default();
+    let (n, sn) = mode.first().copied().unwrap_or((1, 0));
+    let inner: u64 = spec.shape[d + 1..].iter().product();
+    let stride_n = if n == 1 { inner } else { sn as u64 };
+    let stride_t = match mode.get(1) {
+        Some(&(t, st)) if t > 1 => st as u64,
+        _ => stride_n * spec.tile[d],
+    };
+    (stride_n, stride_t)
 }
 
 fn to_tuple(values: &[i64]) -> IntTuple {
