@@ -8,10 +8,34 @@ use crate::CalcError;
 
 /// Names this module answers to, for help and error messages.
 pub const FUNCTIONS: &[&str] = &[
-    "coalesce", "filter", "composition", "complement", "logical_divide", "zipped_divide", "tiled_divide",
-    "flat_divide", "logical_product", "zipped_product", "tiled_product", "flat_product", "blocked_product",
-    "raked_product", "right_inverse", "left_inverse", "max_common_vector", "max_common_layout", "size", "cosize",
-    "rank", "depth", "idx2crd", "crd2idx", "flatten", "make_layout", "mode", "eval",
+    "coalesce",
+    "filter",
+    "composition",
+    "complement",
+    "logical_divide",
+    "zipped_divide",
+    "tiled_divide",
+    "flat_divide",
+    "logical_product",
+    "zipped_product",
+    "tiled_product",
+    "flat_product",
+    "blocked_product",
+    "raked_product",
+    "right_inverse",
+    "left_inverse",
+    "max_common_vector",
+    "max_common_layout",
+    "size",
+    "cosize",
+    "rank",
+    "depth",
+    "idx2crd",
+    "crd2idx",
+    "flatten",
+    "make_layout",
+    "mode",
+    "eval",
 ];
 
 /// An IntTuple as a calculator value.
@@ -24,8 +48,15 @@ pub fn tuple_value(t: &IntTuple) -> Value {
 
 fn arity(name: &str, args: &[Value], min: usize, max: usize) -> Result<(), CalcError> {
     if args.len() < min || args.len() > max {
-        let wanted = if min == max { format!("{min}") } else { format!("{min} to {max}") };
-        return Err(CalcError::new(format!("{name} takes {wanted} arguments, got {}", args.len())));
+        let wanted = if min == max {
+            format!("{min}")
+        } else {
+            format!("{min} to {max}")
+        };
+        return Err(CalcError::new(format!(
+            "{name} takes {wanted} arguments, got {}",
+            args.len()
+        )));
     }
     Ok(())
 }
@@ -92,12 +123,19 @@ fn dispatch(name: &str, args: &[Value]) -> Result<Value, CalcError> {
         }
         "blocked_product" | "raked_product" => {
             arity(name, args, 2, 2)?;
-            let f = if name == "blocked_product" { cute::blocked_product } else { cute::raked_product };
+            let f = if name == "blocked_product" {
+                cute::blocked_product
+            } else {
+                cute::raked_product
+            };
             f(&layout(0)?, &layout(1)?)?
         }
         "max_common_vector" => {
             arity(name, args, 2, 2)?;
-            return Ok(Value::Int(cute::max_common_vector(&layout(0)?, &layout(1)?)?));
+            return Ok(Value::Int(cute::max_common_vector(
+                &layout(0)?,
+                &layout(1)?,
+            )?));
         }
         "max_common_layout" => {
             arity(name, args, 2, 2)?;
@@ -105,11 +143,16 @@ fn dispatch(name: &str, args: &[Value]) -> Result<Value, CalcError> {
         }
         "make_layout" => {
             arity(name, args, 1, usize::MAX)?;
-            cute::Layout::from_modes(args.iter().map(Value::to_layout).collect::<Result<Vec<_>, _>>()?)
+            cute::Layout::from_modes(
+                args.iter()
+                    .map(Value::to_layout)
+                    .collect::<Result<Vec<_>, _>>()?,
+            )
         }
         "mode" => {
             arity(name, args, 2, 2)?;
-            let i = usize::try_from(args[1].to_int()?).map_err(|_| CalcError::new("a mode index is not negative"))?;
+            let i = usize::try_from(args[1].to_int()?)
+                .map_err(|_| CalcError::new("a mode index is not negative"))?;
             layout(0)?.mode(i)?
         }
         _ => return unary_or_query(name, args),
@@ -121,20 +164,27 @@ fn unary_or_query(name: &str, args: &[Value]) -> Result<Value, CalcError> {
     match name {
         "idx2crd" => {
             arity(name, args, 2, 2)?;
-            Ok(tuple_value(&cute::idx2crd(args[0].to_int()?, &args[1].to_int_tuple()?)?))
+            Ok(tuple_value(&cute::idx2crd(
+                args[0].to_int()?,
+                &args[1].to_int_tuple()?,
+            )?))
         }
         "crd2idx" => {
             arity(name, args, 2, 3)?;
             let coord = args[0].to_int_tuple()?;
             let offset = match args.get(2) {
-                Some(stride) => cute::crd2idx(&coord, &args[1].to_int_tuple()?, &stride.to_int_tuple()?)?,
+                Some(stride) => {
+                    cute::crd2idx(&coord, &args[1].to_int_tuple()?, &stride.to_int_tuple()?)?
+                }
                 None => args[1].to_layout()?.eval_coord(&coord)?,
             };
             Ok(Value::Int(offset))
         }
         "eval" => {
             arity(name, args, 2, 2)?;
-            Ok(Value::Int(args[0].to_layout()?.eval_coord(&args[1].to_int_tuple()?)?))
+            Ok(Value::Int(
+                args[0].to_layout()?.eval_coord(&args[1].to_int_tuple()?)?,
+            ))
         }
         _ => {
             arity(name, args, 1, 1)?;

@@ -2,48 +2,47 @@
 
 use retile_device::{DeviceDType, DeviceLayout, StridedLayout};
 
+use crate::args::{arg, check_keywords, keyword, need};
 use crate::value::Value;
 use crate::CalcError;
 
 /// Names this module answers to.
-pub const FUNCTIONS: &[&str] = &["device_layout", "host_coord", "device_offset", "device_bytes", "host_stick_dim", "view", "cute"];
-
-/// Positional argument `i`, or keyword `key`.
-fn arg<'a>(args: &'a [Value], kwargs: &'a [(String, Value)], i: usize, key: &str) -> Option<&'a Value> {
-    args.get(i).or_else(|| kwargs.iter().find(|(k, _)| k == key).map(|(_, v)| v))
-}
-
-/// Keyword-only argument `key`.
-fn keyword<'a>(kwargs: &'a [(String, Value)], key: &str) -> Option<&'a Value> {
-    kwargs.iter().find(|(k, _)| k == key).map(|(_, v)| v)
-}
-
-fn need<'a>(name: &str, args: &'a [Value], kwargs: &'a [(String, Value)], i: usize, key: &str) -> Result<&'a Value, CalcError> {
-    arg(args, kwargs, i, key).ok_or_else(|| CalcError::new(format!("{name} needs argument {key}")))
-}
+pub const FUNCTIONS: &[&str] = &[
+    "device_layout",
+    "host_coord",
+    "device_offset",
+    "device_bytes",
+    "host_stick_dim",
+    "view",
+    "cute",
+];
 
 fn sizes(v: &Value) -> Result<Vec<u64>, CalcError> {
-    v.to_ints()?.into_iter().map(|x| u64::try_from(x).map_err(|_| CalcError::new(format!("size {x} is negative")))).collect()
+    v.to_ints()?
+        .into_iter()
+        .map(|x| u64::try_from(x).map_err(|_| CalcError::new(format!("size {x} is negative"))))
+        .collect()
 }
 
 fn dtype(v: &Value) -> Result<DeviceDType, CalcError> {
     match v {
-        Value::Name(n) => n.parse().map_err(|e: retile_device::DeviceError| CalcError::new(e.to_string())),
-        other => Err(CalcError::new(format!("expected a dtype such as float16, got {}", other.type_name()))),
+        Value::Name(n) => n
+            .parse()
+            .map_err(|e: retile_device::DeviceError| CalcError::new(e.to_string())),
+        other => Err(CalcError::new(format!(
+            "expected a dtype such as float16, got {}",
+            other.type_name()
+        ))),
     }
 }
 
 fn layout(v: &Value) -> Result<&DeviceLayout, CalcError> {
     match v {
         Value::Device(l) => Ok(l),
-        other => Err(CalcError::new(format!("expected a device layout, got {}", other.type_name()))),
-    }
-}
-
-fn check_keywords(name: &str, kwargs: &[(String, Value)], allowed: &[&str]) -> Result<(), CalcError> {
-    match kwargs.iter().find(|(k, _)| !allowed.contains(&k.as_str())) {
-        Some((k, _)) => Err(CalcError::new(format!("{name} takes no keyword argument '{k}'; it takes {}", allowed.join(", ")))),
-        None => Ok(()),
+        other => Err(CalcError::new(format!(
+            "expected a device layout, got {}",
+            other.type_name()
+        ))),
     }
 }
 
@@ -54,39 +53,72 @@ fn check_keywords(name: &str, kwargs: &[(String, Value)], allowed: &[&str]) -> R
 /// let v = evaluate("device_bytes(device_layout([512, 256], float16))").unwrap();
 /// assert_eq!(v.to_string(), "262144");
 /// ```
-pub fn call(name: &str, args: &[Value], kwargs: &[(String, Value)]) -> Option<Result<Value, CalcError>> {
-    FUNCTIONS.contains(&name).then(|| dispatch(name, args, kwargs))
+pub fn call(
+    name: &str,
+    args: &[Value],
+    kwargs: &[(String, Value)],
+) -> Option<Result<Value, CalcError>> {
+    FUNCTIONS
+        .contains(&name)
+        .then(|| dispatch(name, args, kwargs))
 }
 
 fn dispatch(name: &str, args: &[Value], kwargs: &[(String, Value)]) -> Result<Value, CalcError> {
     let err = |e: retile_device::DeviceError| CalcError::new(e.to_string());
     if name == "device_layout" {
-        check_keywords(name, kwargs, &["host_size", "dtype", "dim_order", "device_size", "dim_map"])?;
+        check_keywords(
+            name,
+            kwargs,
+            &["host_size", "dtype", "dim_order", "device_size", "dim_map"],
+        )?;
         let host = sizes(need(name, args, kwargs, 0, "host_size")?)?;
         let dt = dtype(need(name, args, kwargs, 1, "dtype")?)?;
-        let made = match (arg(args, kwargs, 2, "dim_order"), keyword(kwargs, "device_size"), keyword(kwargs, "dim_map")) {
-            (_, Some(device), Some(map)) => DeviceLayout::explicit(&host, &sizes(device)?, &map.to_ints()?, dt),
+        let made = match (
+            arg(args, kwargs, 2, "dim_order"),
+            keyword(kwargs, "device_size"),
+            keyword(kwargs, "dim_map"),
+        ) {
+            (_, Some(device), Some(map)) => {
+                DeviceLayout::explicit(&host, &sizes(device)?, &map.to_ints()?, dt)
+            }
             (Some(order), None, None) => DeviceLayout::with_dim_order(&host, dt, &order.to_ints()?),
             (None, None, None) => DeviceLayout::default_for(&host, dt),
-            _ => return Err(CalcError::new("give device_size and dim_map together, or a dim_order")),
+            _ => {
+                return Err(CalcError::new(
+                    "give device_size and dim_map together, or a dim_order",
+                ))
+            }
         };
         return made.map(Value::Device).map_err(err);
     }
     check_keywords(name, kwargs, &["host_stride"])?;
     let l = layout(need(name, args, kwargs, 0, "layout")?)?;
     Ok(match name {
-        "host_coord" => match l.host_coord(&sizes(need(name, args, kwargs, 1, "coord")?)?).map_err(err)? {
+        "host_coord" => match l
+            .host_coord(&sizes(need(name, args, kwargs, 1, "coord")?)?)
+            .map_err(err)?
+        {
             Some(h) => Value::Tuple(h.into_iter().map(|x| Value::Int(x as i64)).collect()),
             None => Value::Name("padding".into()),
         },
-        "device_offset" => Value::Int(l.device_offset(&sizes(need(name, args, kwargs, 1, "coord")?)?).map_err(err)? as i64),
+        "device_offset" => Value::Int(
+            l.device_offset(&sizes(need(name, args, kwargs, 1, "coord")?)?)
+                .map_err(err)? as i64,
+        ),
         "device_bytes" => Value::Int(l.device_bytes() as i64),
-        "host_stick_dim" => l.host_stick_dim().map_or(Value::Name("none".into()), |d| Value::Int(d as i64)),
-        "view" => Value::Device(l.view(&sizes(need(name, args, kwargs, 1, "size")?)?).map_err(err)?),
+        "host_stick_dim" => l
+            .host_stick_dim()
+            .map_or(Value::Name("none".into()), |d| Value::Int(d as i64)),
+        "view" => Value::Device(
+            l.view(&sizes(need(name, args, kwargs, 1, "size")?)?)
+                .map_err(err)?,
+        ),
         _ => {
             let stride = match arg(args, kwargs, 1, "host_stride") {
                 Some(v) => v.to_ints()?,
-                None => StridedLayout::contiguous(l.host_size().to_vec()).stride().to_vec(),
+                None => StridedLayout::contiguous(l.host_size().to_vec())
+                    .stride()
+                    .to_vec(),
             };
             Value::Layout(l.to_cute(&stride).map_err(err)?)
         }

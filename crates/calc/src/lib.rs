@@ -12,8 +12,10 @@
 //! ```
 
 pub mod algebra;
+mod args;
 pub mod device;
 mod eval;
+pub mod register;
 mod syntax;
 mod value;
 
@@ -40,12 +42,28 @@ pub struct CalcError {
 impl CalcError {
     /// An error without a position.
     pub fn new(message: impl Into<String>) -> Self {
-        CalcError { column: None, message: message.into() }
+        CalcError {
+            column: None,
+            message: message.into(),
+        }
     }
 
     /// An error at a 1-based column.
     pub fn at(column: usize, message: impl Into<String>) -> Self {
-        CalcError { column: Some(column), message: message.into() }
+        CalcError {
+            column: Some(column),
+            message: message.into(),
+        }
+    }
+
+    /// The message without the column.
+    ///
+    /// ```
+    /// let err = retile_calc::evaluate("spatial(0)").unwrap_err();
+    /// assert_eq!(err.message(), "Shape must only be positive integers, got [0]");
+    /// ```
+    pub fn message(&self) -> &str {
+        &self.message
     }
 
     /// The 1-based column the error points at, if known.

@@ -84,7 +84,9 @@ enum Token {
     End,
 }
 
-const PUNCTS: [&str; 14] = ["==", "(", ")", "[", "]", "<", ">", ",", ":", "=", ".", "*", "/", "-"];
+const PUNCTS: [&str; 14] = [
+    "==", "(", ")", "[", "]", "<", ">", ",", ":", "=", ".", "*", "/", "-",
+];
 
 fn lex(text: &str) -> Result<Vec<(Token, usize)>, CalcError> {
     let mut tokens = Vec::new();
@@ -101,9 +103,9 @@ fn lex(text: &str) -> Result<Vec<(Token, usize)>, CalcError> {
                 i += 1;
             }
             let digits = &text[start..i];
-            let value = digits
-                .parse()
-                .map_err(|_| CalcError::at(column, format!("integer {digits} does not fit in 64 bits")))?;
+            let value = digits.parse().map_err(|_| {
+                CalcError::at(column, format!("integer {digits} does not fit in 64 bits"))
+            })?;
             tokens.push((Token::Int(value), column));
         } else if c.is_ascii_alphabetic() || c == b'_' {
             let start = i;
@@ -116,7 +118,10 @@ fn lex(text: &str) -> Result<Vec<(Token, usize)>, CalcError> {
             i += p.len();
         } else {
             let ch = text[i..].chars().next().unwrap_or('?');
-            return Err(CalcError::at(column, format!("unexpected character '{ch}'")));
+            return Err(CalcError::at(
+                column,
+                format!("unexpected character '{ch}'"),
+            ));
         }
     }
     tokens.push((Token::End, text.len() + 1));
@@ -132,7 +137,11 @@ fn lex(text: &str) -> Result<Vec<(Token, usize)>, CalcError> {
 /// assert_eq!(err.column(), Some(21));
 /// ```
 pub fn parse(text: &str) -> Result<Expr, CalcError> {
-    let mut parser = Parser { tokens: lex(text)?, pos: 0, depth: 0 };
+    let mut parser = Parser {
+        tokens: lex(text)?,
+        pos: 0,
+        depth: 0,
+    };
     let expr = parser.expr()?;
     match parser.peek() {
         Token::End => Ok(expr),
@@ -191,7 +200,10 @@ impl Parser {
     fn expr(&mut self) -> Result<Expr, CalcError> {
         self.depth += 1;
         if self.depth > MAX_DEPTH {
-            return Err(CalcError::at(self.column(), format!("expression nested deeper than {MAX_DEPTH} levels")));
+            return Err(CalcError::at(
+                self.column(),
+                format!("expression nested deeper than {MAX_DEPTH} levels"),
+            ));
         }
         let lhs = self.product()?;
         let result = if matches!(self.peek(), Token::Punct("==")) {
@@ -238,7 +250,15 @@ impl Parser {
             self.expect("(")?;
             let (args, kwargs) = self.args(")")?;
             let start = expr.column;
-            expr = Expr { kind: ExprKind::Call { name, receiver: Some(Box::new(expr)), args, kwargs }, column: start };
+            expr = Expr {
+                kind: ExprKind::Call {
+                    name,
+                    receiver: Some(Box::new(expr)),
+                    args,
+                    kwargs,
+                },
+                column: start,
+            };
         }
         Ok(expr)
     }
@@ -252,13 +272,22 @@ impl Parser {
                 _ => return Err(CalcError::at(column + 1, "expected an integer after '-'")),
             },
             Token::Punct("(") => ExprKind::Tuple(self.items(")")?),
-            Token::Punct("[") => ExprKind::List(if self.eat("]") { Vec::new() } else { self.items("]")? }),
+            Token::Punct("[") => ExprKind::List(if self.eat("]") {
+                Vec::new()
+            } else {
+                self.items("]")?
+            }),
             Token::Punct("<") => ExprKind::Tiler(self.items(">")?),
             Token::Name(name) if name == "_" => ExprKind::Underscore,
             Token::Name(name) => {
                 if self.eat("(") {
                     let (args, kwargs) = self.args(")")?;
-                    ExprKind::Call { name, receiver: None, args, kwargs }
+                    ExprKind::Call {
+                        name,
+                        receiver: None,
+                        args,
+                        kwargs,
+                    }
                 } else {
                     ExprKind::Name(name)
                 }
@@ -293,14 +322,19 @@ impl Parser {
                 && matches!(self.tokens.get(self.pos + 1), Some((Token::Punct("="), _)));
             if is_keyword {
                 let Token::Name(key) = self.advance() else {
-                    return Err(CalcError::new("internal error: keyword argument without a name"));
+                    return Err(CalcError::new(
+                        "internal error: keyword argument without a name",
+                    ));
                 };
                 self.advance();
                 kwargs.push((key, self.expr()?));
             } else if kwargs.is_empty() {
                 args.push(self.expr()?);
             } else {
-                return Err(CalcError::at(self.column(), "a positional argument cannot follow a keyword argument"));
+                return Err(CalcError::at(
+                    self.column(),
+                    "a positional argument cannot follow a keyword argument",
+                ));
             }
             if !self.eat(",") {
                 break;
@@ -313,5 +347,12 @@ impl Parser {
 
 fn binary(op: BinaryOp, lhs: Expr, rhs: Expr) -> Expr {
     let column = lhs.column;
-    Expr { kind: ExprKind::Binary { op, lhs: Box::new(lhs), rhs: Box::new(rhs) }, column }
+    Expr {
+        kind: ExprKind::Binary {
+            op,
+            lhs: Box::new(lhs),
+            rhs: Box::new(rhs),
+        },
+        column,
+    }
 }

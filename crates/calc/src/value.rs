@@ -33,6 +33,8 @@ pub enum Value {
     Name(String),
     /// A device (stick) layout.
     Device(retile_device::DeviceLayout),
+    /// A register layout (tilus).
+    Register(retile_register::RegisterLayout),
 }
 
 impl Value {
@@ -48,6 +50,7 @@ impl Value {
             Value::Underscore => "_",
             Value::Name(_) => "a name",
             Value::Device(_) => "a device layout",
+            Value::Register(_) => "a register layout",
         }
     }
 
@@ -55,7 +58,10 @@ impl Value {
     pub fn to_int(&self) -> Result<i64, CalcError> {
         match self {
             Value::Int(v) => Ok(*v),
-            other => Err(CalcError::new(format!("expected an integer, got {}", other.type_name()))),
+            other => Err(CalcError::new(format!(
+                "expected an integer, got {}",
+                other.type_name()
+            ))),
         }
     }
 
@@ -63,8 +69,15 @@ impl Value {
     pub fn to_int_tuple(&self) -> Result<IntTuple, CalcError> {
         match self {
             Value::Int(v) => Ok(IntTuple::Int(*v)),
-            Value::Tuple(items) => items.iter().map(Value::to_int_tuple).collect::<Result<_, _>>().map(IntTuple::Tuple),
-            other => Err(CalcError::new(format!("expected an integer or a tuple of integers, got {}", other.type_name()))),
+            Value::Tuple(items) => items
+                .iter()
+                .map(Value::to_int_tuple)
+                .collect::<Result<_, _>>()
+                .map(IntTuple::Tuple),
+            other => Err(CalcError::new(format!(
+                "expected an integer or a tuple of integers, got {}",
+                other.type_name()
+            ))),
         }
     }
 
@@ -73,7 +86,10 @@ impl Value {
         match self {
             Value::Layout(l) => Ok(l.clone()),
             Value::Int(_) | Value::Tuple(_) => Ok(Layout::from_shape(self.to_int_tuple()?)?),
-            other => Err(CalcError::new(format!("expected a layout or a shape, got {}", other.type_name()))),
+            other => Err(CalcError::new(format!(
+                "expected a layout or a shape, got {}",
+                other.type_name()
+            ))),
         }
     }
 
@@ -85,8 +101,15 @@ impl Value {
             Value::Layout(l) => Ok(Tiler::Layout(l.clone())),
             Value::Underscore => Ok(Tiler::Underscore),
             Value::Int(_) => Ok(Tiler::from_shape(&self.to_int_tuple()?)?),
-            Value::Tuple(items) => items.iter().map(Value::to_tiler).collect::<Result<_, _>>().map(Tiler::Modes),
-            other => Err(CalcError::new(format!("expected a tiler, got {}", other.type_name()))),
+            Value::Tuple(items) => items
+                .iter()
+                .map(Value::to_tiler)
+                .collect::<Result<_, _>>()
+                .map(Tiler::Modes),
+            other => Err(CalcError::new(format!(
+                "expected a tiler, got {}",
+                other.type_name()
+            ))),
         }
     }
 
@@ -95,7 +118,10 @@ impl Value {
         match self {
             Value::List(items) | Value::Tuple(items) => items.iter().map(Value::to_int).collect(),
             Value::Int(v) => Ok(vec![*v]),
-            other => Err(CalcError::new(format!("expected a list of integers, got {}", other.type_name()))),
+            other => Err(CalcError::new(format!(
+                "expected a list of integers, got {}",
+                other.type_name()
+            ))),
         }
     }
 }
@@ -112,11 +138,18 @@ impl fmt::Display for Value {
             Value::Underscore => f.write_str("_"),
             Value::Name(n) => f.write_str(n),
             Value::Device(l) => write!(f, "{l}"),
+            Value::Register(l) => write!(f, "{l}"),
         }
     }
 }
 
-fn write_items(f: &mut fmt::Formatter<'_>, items: &[Value], open: &str, sep: &str, close: &str) -> fmt::Result {
+fn write_items(
+    f: &mut fmt::Formatter<'_>,
+    items: &[Value],
+    open: &str,
+    sep: &str,
+    close: &str,
+) -> fmt::Result {
     f.write_str(open)?;
     for (i, item) in items.iter().enumerate() {
         if i > 0 {

@@ -24,7 +24,8 @@ fn expression(case: &Json) -> String {
 
 #[test]
 fn every_reference_case_evaluates_as_an_expression() {
-    let corpus: Json = serde_json::from_str(include_str!("../../layout/tests/data/cute_public.json")).unwrap();
+    let corpus: Json =
+        serde_json::from_str(include_str!("../../layout/tests/data/cute_public.json")).unwrap();
     let mut mismatches = Vec::new();
     for case in corpus["cases"].as_array().unwrap() {
         let text = expression(case);
@@ -42,13 +43,43 @@ fn every_reference_case_evaluates_as_an_expression() {
 
 #[test]
 fn results_print_in_cute_notation_without_spaces() {
-    assert_eq!(evaluate("logical_divide((4,2,3):(2,1,8), 4:2)").unwrap().to_string(), "((2,2),(2,3)):((4,1),(2,8))");
-    assert_eq!(evaluate("tiled_divide((6):(1), <(2,3):(3,1)>)").unwrap().to_string(), "(((2,3)),(1)):(((3,1)),(0))");
-    assert_eq!(evaluate("composition((4,(6,2)):(48,(8,4)), <_>)").unwrap().to_string(), "(4):(48)");
-    assert_eq!(evaluate(" size ( ( 2 , 3 ) : ( 1 , 2 ) ) ").unwrap().to_string(), "6");
-    assert_eq!(evaluate("crd2idx((1,2), (2,4), (4,1))").unwrap().to_string(), "6");
+    assert_eq!(
+        evaluate("logical_divide((4,2,3):(2,1,8), 4:2)")
+            .unwrap()
+            .to_string(),
+        "((2,2),(2,3)):((4,1),(2,8))"
+    );
+    assert_eq!(
+        evaluate("tiled_divide((6):(1), <(2,3):(3,1)>)")
+            .unwrap()
+            .to_string(),
+        "(((2,3)),(1)):(((3,1)),(0))"
+    );
+    assert_eq!(
+        evaluate("composition((4,(6,2)):(48,(8,4)), <_>)")
+            .unwrap()
+            .to_string(),
+        "(4):(48)"
+    );
+    assert_eq!(
+        evaluate(" size ( ( 2 , 3 ) : ( 1 , 2 ) ) ")
+            .unwrap()
+            .to_string(),
+        "6"
+    );
+    assert_eq!(
+        evaluate("crd2idx((1,2), (2,4), (4,1))")
+            .unwrap()
+            .to_string(),
+        "6"
+    );
     assert_eq!(evaluate("composition(8:2, 4)").unwrap().to_string(), "4:2");
-    assert_eq!(evaluate("composition((4,6):(1,4), (2,3))").unwrap().to_string(), "(2,3):(1,4)");
+    assert_eq!(
+        evaluate("composition((4,6):(1,4), (2,3))")
+            .unwrap()
+            .to_string(),
+        "(2,3):(1,4)"
+    );
 }
 
 #[test]
@@ -58,11 +89,17 @@ fn errors_point_at_the_column() {
     let err = evaluate("logical_divide(4:1, <2,2>)").unwrap_err();
     assert!(err.to_string().contains("tiler has 2 modes"), "{err}");
     let err = evaluate("frobnicate(4:1)").unwrap_err();
-    assert!(err.to_string().contains("unknown function 'frobnicate'"), "{err}");
+    assert!(
+        err.to_string().contains("unknown function 'frobnicate'"),
+        "{err}"
+    );
     let err = evaluate("(2,3):(1)").unwrap_err();
     assert!(err.to_string().contains("not congruent"), "{err}");
     let deep = format!("{}1{}", "(".repeat(10_000), ")".repeat(10_000));
-    assert!(evaluate(&deep).unwrap_err().to_string().contains("nested deeper"));
+    assert!(evaluate(&deep)
+        .unwrap_err()
+        .to_string()
+        .contains("nested deeper"));
 }
 
 #[test]
@@ -80,9 +117,18 @@ fn device_layouts_evaluate_and_print_as_the_issue_shows() {
         ("view(device_layout([3, 5, 128], float16), [3, 5, 1, 128])", "DeviceLayout(host_size=[3, 5, 1, 128], device_size=[5, 2, 3, 64], dim_map=[1, 3, 0, 3], dtype=float16)"),
     ];
     for (text, expected) in cases {
-        assert_eq!(evaluate(text).map(|v| v.to_string()), Ok(expected.to_string()), "{text}");
+        assert_eq!(
+            evaluate(text).map(|v| v.to_string()),
+            Ok(expected.to_string()),
+            "{text}"
+        );
     }
-    for bad in ["device_layout([4, 4], float16, dim_order=[0])", "device_layout([4], float99)", "device_layout([4], float16, frobnicate=1)", "host_coord(device_layout([4], float16), [9, 0])"] {
+    for bad in [
+        "device_layout([4, 4], float16, dim_order=[0])",
+        "device_layout([4], float99)",
+        "device_layout([4], float16, frobnicate=1)",
+        "host_coord(device_layout([4], float16), [9, 0])",
+    ] {
         assert!(evaluate(bad).is_err(), "{bad}");
     }
 }

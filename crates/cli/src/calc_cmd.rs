@@ -46,7 +46,10 @@ pub fn eval(args: &EvalArgs) -> Result<ExitCode, String> {
         return Ok(ExitCode::SUCCESS);
     }
     if args.expressions.is_empty() {
-        return Err("give an expression, e.g. retile eval 'coalesce((2,(1,6)):(1,(6,2)))', or --batch".into());
+        return Err(
+            "give an expression, e.g. retile eval 'coalesce((2,(1,6)):(1,(6,2)))', or --batch"
+                .into(),
+        );
     }
     for text in &args.expressions {
         let (line, ok) = result_line(text);
@@ -54,7 +57,11 @@ pub fn eval(args: &EvalArgs) -> Result<ExitCode, String> {
         writeln!(out, "{line}").map_err(|e| e.to_string())?;
     }
     out.flush().map_err(|e| e.to_string())?;
-    Ok(if all_ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    Ok(if all_ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 /// Renders a value as a drawing: a layout as a grid of offsets, a device
@@ -62,6 +69,7 @@ pub fn eval(args: &EvalArgs) -> Result<ExitCode, String> {
 fn drawing(value: &Value) -> Result<String, CalcError> {
     match value {
         Value::Device(l) => l.render_sticks().map_err(|e| CalcError::new(e.to_string())),
+        Value::Register(l) => Ok(format!("{}\n", l.visualize()?)),
         other => Ok(retile_layout::render_grid(&other.to_layout()?)?),
     }
 }

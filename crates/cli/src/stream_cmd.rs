@@ -8,7 +8,9 @@ use std::time::Instant;
 
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
-use retile_stream::{Codec, DType, NullSink, Sink, StreamPlan, StreamSpec, TileStream, ZarrOptions, ZarrSink};
+use retile_stream::{
+    Codec, DType, NullSink, Sink, StreamPlan, StreamSpec, TileStream, ZarrOptions, ZarrSink,
+};
 
 /// Bytes read from the input per append.
 const PIECE_BYTES: usize = 8 << 20;
@@ -75,14 +77,21 @@ pub struct Dims(Vec<u64>);
 
 fn parse_list(text: &str) -> Result<Dims, String> {
     text.split(',')
-        .map(|v| v.trim().parse::<u64>().map_err(|_| format!("'{v}' is not a non-negative integer (write e.g. 0,2048,2048)")))
+        .map(|v| {
+            v.trim().parse::<u64>().map_err(|_| {
+                format!("'{v}' is not a non-negative integer (write e.g. 0,2048,2048)")
+            })
+        })
         .collect::<Result<_, _>>()
         .map(Dims)
 }
 
 impl ShapeArgs {
     fn spec(&self) -> Result<StreamSpec, String> {
-        let dtype: DType = self.dtype.parse().map_err(|e: retile_stream::StreamError| e.to_string())?;
+        let dtype: DType = self
+            .dtype
+            .parse()
+            .map_err(|e: retile_stream::StreamError| e.to_string())?;
         StreamSpec::new(dtype, self.shape.0.clone(), self.tile.0.clone()).map_err(|e| e.to_string())
     }
 }
@@ -91,7 +100,10 @@ impl ShapeArgs {
 pub fn plan(args: &PlanArgs) -> Result<ExitCode, String> {
     let plan = StreamPlan::new(&args.shape.spec()?).map_err(|e| e.to_string())?;
     if args.json {
-        println!("{}", serde_json::to_string(&plan.to_json()).map_err(|e| e.to_string())?);
+        println!(
+            "{}",
+            serde_json::to_string(&plan.to_json()).map_err(|e| e.to_string())?
+        );
     } else {
         print!("{plan}");
     }
@@ -101,7 +113,11 @@ pub fn plan(args: &PlanArgs) -> Result<ExitCode, String> {
 /// Where input comes from.
 enum Source {
     Reader(Box<dyn Read>),
-    Synthetic { index: u64, total: u64, esize: usize },
+    Synthetic {
+        index: u64,
+        total: u64,
+        esize: usize,
+    },
 }
 
 impl Source {
@@ -120,7 +136,11 @@ impl Source {
                 }
                 Ok(filled)
             }
-            Source::Synthetic { index, total, esize } => {
+            Source::Synthetic {
+                index,
+                total,
+                esize,
+            } => {
                 let n = ((*total - *index) as usize).min(buf.len() / *esize);
                 let out = &mut buf[..n * *esize];
                 match *esize {
@@ -148,7 +168,11 @@ fn pattern<const N: usize>(out: &mut [u8], start: u64) {
 fn peak_rss_bytes() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    line.split_whitespace().nth(1)?.parse::<u64>().ok().map(|kb| kb * 1024)
+    line.split_whitespace()
+        .nth(1)?
+        .parse::<u64>()
+        .ok()
+        .map(|kb| kb * 1024)
 }
 
 /// `retile stream`.
@@ -156,13 +180,31 @@ pub fn stream(args: &StreamArgs) -> Result<ExitCode, String> {
     let spec = args.shape.spec()?;
     let esize = spec.dtype().size();
     let plane_bytes = spec.plane_elements().map_err(|e| e.to_string())? * esize as u64;
-    let planes = if spec.is_unbounded() { args.planes } else { spec.shape()[0] };
+    let planes = if spec.is_unbounded() {
+        args.planes
+    } else {
+        spec.shape()[0]
+    };
     let (source, expected) = match args.input.as_deref() {
-        None => (Source::Synthetic { index: 0, total: planes * plane_bytes / esize as u64, esize }, Some(planes * plane_bytes)),
-        Some("-") => (Source::Reader(Box::new(std::io::stdin().lock())), (!spec.is_unbounded()).then_some(planes * plane_bytes)),
+        None => (
+            Source::Synthetic {
+                index: 0,
+                total: planes * plane_bytes / esize as u64,
+                esize,
+            },
+            Some(planes * plane_bytes),
+        ),
+        Some("-") => (
+            Source::Reader(Box::new(std::io::stdin().lock())),
+            (!spec.is_unbounded()).then_some(planes * plane_bytes),
+        ),
         Some(path) => {
-            let file = std::fs::File::open(path).map_err(|e| format!("cannot open input {path}: {e}"))?;
-            (Source::Reader(Box::new(file)), (!spec.is_unbounded()).then_some(planes * plane_bytes))
+            let file =
+                std::fs::File::open(path).map_err(|e| format!("cannot open input {path}: {e}"))?;
+            (
+                Source::Reader(Box::new(file)),
+                (!spec.is_unbounded()).then_some(planes * plane_bytes),
+            )
         }
     };
     let sink: Box<dyn Sink> = match &args.output {
@@ -190,7 +232,12 @@ fn progress_bar(expected: Option<u64>) -> ProgressBar {
     bar
 }
 
-fn run(tiles: &mut TileStream, mut source: Source, expected: Option<u64>, output: Option<&PathBuf>) -> Result<ExitCode, String> {
+fn run(
+    tiles: &mut TileStream,
+    mut source: Source,
+    expected: Option<u64>,
+    output: Option<&PathBuf>,
+) -> Result<ExitCode, String> {
     let bar = progress_bar(expected);
     let mut buf = vec![0u8; PIECE_BYTES];
     let mut busy = 0.0;
@@ -205,7 +252,10 @@ fn run(tiles: &mut TileStream, mut source: Source, expected: Option<u64>, output
         bar.inc(taken as u64);
         if taken < n {
             bar.abandon();
-            return Err(format!("the input is longer than the shape: {} bytes were tiled and the rest was refused", tiles.bytes_taken()));
+            return Err(format!(
+                "the input is longer than the shape: {} bytes were tiled and the rest was refused",
+                tiles.bytes_taken()
+            ));
         }
     }
     let started = Instant::now();
@@ -235,7 +285,8 @@ fn run(tiles: &mut TileStream, mut source: Source, expected: Option<u64>, output
 pub fn demo() -> Result<ExitCode, String> {
     let output = std::env::temp_dir().join(format!("retile-demo-{}.zarr", std::process::id()));
     println!("retile demo: streaming 256 synthetic 1024x1024 u16 frames (512 MB) into 64x128x128 tiles, zstd:1");
-    let spec = StreamSpec::new(DType::U16, vec![0, 1024, 1024], vec![64, 128, 128]).map_err(|e| e.to_string())?;
+    let spec = StreamSpec::new(DType::U16, vec![0, 1024, 1024], vec![64, 128, 128])
+        .map_err(|e| e.to_string())?;
     let sink = ZarrSink::new(ZarrOptions {
         path: output.clone(),
         codec: Codec::Zstd(1),
@@ -244,7 +295,16 @@ pub fn demo() -> Result<ExitCode, String> {
     });
     let mut tiles = TileStream::new(spec, &[0, 0], 0, Box::new(sink)).map_err(|e| e.to_string())?;
     let total = 256 * 1024 * 1024u64;
-    let code = run(&mut tiles, Source::Synthetic { index: 0, total, esize: 2 }, Some(total * 2), Some(&output))?;
+    let code = run(
+        &mut tiles,
+        Source::Synthetic {
+            index: 0,
+            total,
+            esize: 2,
+        },
+        Some(total * 2),
+        Some(&output),
+    )?;
     println!("\nmore: retile --help; retile stream --help; retile eval 'logical_divide((4,2,3):(2,1,8), 4:2)'");
     Ok(code)
 }

@@ -9,9 +9,19 @@ fn retile() -> Command {
 
 #[test]
 fn batch_writes_one_line_per_input_line_and_exits_zero() {
-    let mut child = retile().args(["eval", "--batch"]).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
+    let mut child = retile()
+        .args(["eval", "--batch"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
     let input = "coalesce((2,(1,6)):(1,(6,2)))\n\ncomposition((4,3):(1,5), 6:1)\nidx2crd(9, (2,4))\nsize((2,3)\n";
-    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
@@ -26,10 +36,16 @@ fn batch_writes_one_line_per_input_line_and_exits_zero() {
 
 #[test]
 fn eval_prints_each_result_and_fails_on_an_error() {
-    let out = retile().args(["eval", "complement(4:2, 24)", "rank((2,3):(1,2))"]).output().unwrap();
+    let out = retile()
+        .args(["eval", "complement(4:2, 24)", "rank((2,3):(1,2))"])
+        .output()
+        .unwrap();
     assert!(out.status.success());
     assert_eq!(String::from_utf8(out.stdout).unwrap(), "(2,3):(1,8)\n2\n");
-    let out = retile().args(["eval", "complement((2,2):(1,1), 8)"]).output().unwrap();
+    let out = retile()
+        .args(["eval", "complement((2,2):(1,1), 8)"])
+        .output()
+        .unwrap();
     assert!(!out.status.success());
 }
 

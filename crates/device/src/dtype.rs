@@ -48,7 +48,12 @@ const TABLE: [(DeviceDType, &str, &str, u64); 10] = [
     (DeviceDType::Int64, "int64", "IEEE_INT32", 32),
     (DeviceDType::Bool, "bool", "SEN169_FP16", 64),
     (DeviceDType::Float8E4M3, "float8_e4m3fn", "SEN143_FP8", 128),
-    (DeviceDType::Float8E5M2, "float8_e5m2fnuz", "SEN152_FP8", 128),
+    (
+        DeviceDType::Float8E5M2,
+        "float8_e5m2fnuz",
+        "SEN152_FP8",
+        128,
+    ),
 ];
 
 impl DeviceDType {
@@ -77,10 +82,17 @@ impl FromStr for DeviceDType {
 
     fn from_str(text: &str) -> Result<Self, DeviceError> {
         let name = text.strip_prefix("torch.").unwrap_or(text);
-        TABLE.iter().find(|e| e.1 == name).map(|e| e.0).ok_or_else(|| {
-            let names: Vec<&str> = TABLE.iter().map(|e| e.1).collect();
-            DeviceError::Invalid(format!("unknown dtype '{text}'; use one of {}", names.join(", ")))
-        })
+        TABLE
+            .iter()
+            .find(|e| e.1 == name)
+            .map(|e| e.0)
+            .ok_or_else(|| {
+                let names: Vec<&str> = TABLE.iter().map(|e| e.1).collect();
+                DeviceError::Invalid(format!(
+                    "unknown dtype '{text}'; use one of {}",
+                    names.join(", ")
+                ))
+            })
     }
 }
 

@@ -57,31 +57,51 @@ impl DeviceLayout {
     /// let l = DeviceLayout::with_dim_order(&[512, 256], DeviceDType::Float16, &[0, 1, -1]).unwrap();
     /// assert_eq!((l.device_size(), l.dim_map()), (&[256, 512, 64][..], &[1, 0, -1][..]));
     /// ```
-    pub fn with_dim_order(host_size: &[u64], dtype: DeviceDType, order: &[i64]) -> Result<DeviceLayout, DeviceError> {
+    pub fn with_dim_order(
+        host_size: &[u64],
+        dtype: DeviceDType,
+        order: &[i64],
+    ) -> Result<DeviceLayout, DeviceError> {
         if host_size.len() > MAX_HOST_RANK || order.len() > MAX_HOST_RANK {
-            return invalid(format!("Unsupported tensor rank: {}", host_size.len().max(order.len())));
+            return invalid(format!(
+                "Unsupported tensor rank: {}",
+                host_size.len().max(order.len())
+            ));
         }
         let sparse = order.last() == Some(&-1);
         let dense = &order[..order.len() - usize::from(sparse)];
         let mut seen = vec![false; host_size.len()];
         let permutation = dense.len() == host_size.len()
-            && dense.iter().all(|&h| usize::try_from(h).is_ok_and(|h| h < seen.len() && !std::mem::replace(&mut seen[h], true)));
+            && dense.iter().all(|&h| {
+                usize::try_from(h)
+                    .is_ok_and(|h| h < seen.len() && !std::mem::replace(&mut seen[h], true))
+            });
         if !permutation {
             return invalid(format!("Incompatible host_size and dim_order: {order:?} is not an order of the {} host dimensions (with an optional trailing -1)", host_size.len()));
         }
         if host_size.is_empty() {
-            return invalid("a host tensor needs at least one dimension; give a 0-d tensor as size [1]".into());
+            return invalid(
+                "a host tensor needs at least one dimension; give a 0-d tensor as size [1]".into(),
+            );
         }
         if host_size.contains(&0) {
             return invalid("a host dimension has size 0".into());
         }
-        let mut d: Vec<usize> = dense.iter().map(|&h| h as usize).filter(|&h| host_size[h] != 1).collect();
+        let mut d: Vec<usize> = dense
+            .iter()
+            .map(|&h| h as usize)
+            .filter(|&h| host_size[h] != 1)
+            .collect();
         if d.is_empty() {
             d.push(0);
         }
         let stick = d[d.len() - 1];
         let e = dtype.elems_per_stick();
-        let mut dim_map: Vec<i64> = d[1..].iter().chain([&d[0], &stick]).map(|&h| h as i64).collect();
+        let mut dim_map: Vec<i64> = d[1..]
+            .iter()
+            .chain([&d[0], &stick])
+            .map(|&h| h as i64)
+            .collect();
         let last = dim_map.len() - 1;
         let device_size = dim_map
             .iter()
@@ -96,14 +116,23 @@ impl DeviceLayout {
         if sparse {
             dim_map[last] = -1;
         }
-        let layout = DeviceLayout { host_size: host_size.to_vec(), device_size, dim_map, dtype };
+        let layout = DeviceLayout {
+            host_size: host_size.to_vec(),
+            device_size,
+            dim_map,
+            dtype,
+        };
         layout.check_size()?;
         Ok(layout)
     }
 
     /// Host and device element counts and the device bytes fit in 63 bits.
     fn check_size(&self) -> Result<(), DeviceError> {
-        let fits = |v: &[u64], scale: u64| v.iter().try_fold(scale, |a, &x| a.checked_mul(x)).is_some_and(|t| t <= i64::MAX as u64);
+        let fits = |v: &[u64], scale: u64| {
+            v.iter()
+                .try_fold(scale, |a, &x| a.checked_mul(x))
+                .is_some_and(|t| t <= i64::MAX as u64)
+        };
         if fits(&self.host_size, 1) && fits(&self.device_size, 128) {
             Ok(())
         } else {
@@ -123,31 +152,56 @@ impl DeviceLayout {
     /// let bad = DeviceLayout::explicit(&[512, 256], &[4, 512, 32], &[1, 0, 1], DeviceDType::Float16);
     /// assert!(bad.unwrap_err().to_string().contains("stick"));
     /// ```
-    pub fn explicit(host_size: &[u64], device_size: &[u64], dim_map: &[i64], dtype: DeviceDType) -> Result<DeviceLayout, DeviceError> {
+    pub fn explicit(
+        host_size: &[u64],
+        device_size: &[u64],
+        dim_map: &[i64],
+        dtype: DeviceDType,
+    ) -> Result<DeviceLayout, DeviceError> {
         let rank = host_size.len();
         if rank > MAX_HOST_RANK || device_size.len() > MAX_DEVICE_RANK {
-            return invalid(format!("Unsupported tensor rank: {}", rank.max(device_size.len())));
+            return invalid(format!(
+                "Unsupported tensor rank: {}",
+                rank.max(device_size.len())
+            ));
         }
         if device_size.len() != dim_map.len() || dim_map.is_empty() {
             return invalid(format!("device_size has {} entries but dim_map has {}; give one host dimension per device dimension", device_size.len(), dim_map.len()));
         }
         if let Some(&h) = dim_map.iter().find(|&&h| h < -1 || h >= rank as i64) {
-            return invalid(format!("dim_map entry {h} is not a host dimension (0 to {}) or -1", rank as i64 - 1));
+            return invalid(format!(
+                "dim_map entry {h} is not a host dimension (0 to {}) or -1",
+                rank as i64 - 1
+            ));
         }
         if dim_map[..dim_map.len() - 1].contains(&-1) {
-            return invalid("the synthetic dimension -1 may only be the last (stick) dimension".into());
+            return invalid(
+                "the synthetic dimension -1 may only be the last (stick) dimension".into(),
+            );
         }
         if device_size.contains(&0) || host_size.contains(&0) {
             return invalid("sizes must be at least 1".into());
         }
         let e = dtype.elems_per_stick();
         if device_size[device_size.len() - 1] != e {
-            return invalid(format!("the stick dimension has extent {} but a {dtype} stick holds {e} elements", device_size[device_size.len() - 1]));
+            return invalid(format!(
+                "the stick dimension has extent {} but a {dtype} stick holds {e} elements",
+                device_size[device_size.len() - 1]
+            ));
         }
-        let layout = DeviceLayout { host_size: host_size.to_vec(), device_size: device_size.to_vec(), dim_map: dim_map.to_vec(), dtype };
+        let layout = DeviceLayout {
+            host_size: host_size.to_vec(),
+            device_size: device_size.to_vec(),
+            dim_map: dim_map.to_vec(),
+            dtype,
+        };
         layout.check_size()?;
         for (h, &s) in host_size.iter().enumerate() {
-            let covered = layout.positions(h).map(|j| device_size[j]).try_fold(1u64, |a, z| a.checked_mul(z)).unwrap_or(u64::MAX);
+            let covered = layout
+                .positions(h)
+                .map(|j| device_size[j])
+                .try_fold(1u64, |a, z| a.checked_mul(z))
+                .unwrap_or(u64::MAX);
             if covered < s {
                 return invalid(format!("host dimension {h} has size {s} but its device dimensions hold only {covered} coordinates"));
             }
@@ -182,7 +236,11 @@ impl DeviceLayout {
 
     /// Device positions of host dimension `h`, in order.
     fn positions(&self, h: usize) -> impl Iterator<Item = usize> + '_ {
-        self.dim_map.iter().enumerate().filter(move |(_, &m)| m == h as i64).map(|(j, _)| j)
+        self.dim_map
+            .iter()
+            .enumerate()
+            .filter(move |(_, &m)| m == h as i64)
+            .map(|(j, _)| j)
     }
 
     /// The host dimension whose elements fill the sticks: the dimension of
@@ -197,21 +255,38 @@ impl DeviceLayout {
     /// ```
     pub fn host_stick_dim(&self) -> Option<usize> {
         let n = self.dim_map.len();
-        let at = if self.is_sparse() { n.checked_sub(3).unwrap_or(0) } else { n - 1 };
+        let at = if self.is_sparse() {
+            n.checked_sub(3).unwrap_or(0)
+        } else {
+            n - 1
+        };
         usize::try_from(self.dim_map[at]).ok()
     }
 
     /// Bytes on the device: 128 per stick.
     pub fn device_bytes(&self) -> u64 {
-        128 * self.device_size[..self.device_size.len() - 1].iter().product::<u64>()
+        128 * self.device_size[..self.device_size.len() - 1]
+            .iter()
+            .product::<u64>()
     }
 
     fn check_device_coord(&self, coord: &[u64]) -> Result<(), DeviceError> {
         if coord.len() != self.device_size.len() {
-            return invalid(format!("a device coordinate has {} entries, not {}", self.device_size.len(), coord.len()));
+            return invalid(format!(
+                "a device coordinate has {} entries, not {}",
+                self.device_size.len(),
+                coord.len()
+            ));
         }
-        match coord.iter().zip(&self.device_size).position(|(c, s)| c >= s) {
-            Some(j) => invalid(format!("device coordinate {} of dimension {j} is not below its size {}", coord[j], self.device_size[j])),
+        match coord
+            .iter()
+            .zip(&self.device_size)
+            .position(|(c, s)| c >= s)
+        {
+            Some(j) => invalid(format!(
+                "device coordinate {} of dimension {j} is not below its size {}",
+                coord[j], self.device_size[j]
+            )),
             None => Ok(()),
         }
     }
@@ -227,7 +302,11 @@ impl DeviceLayout {
                 Err(_) => {}
             }
         }
-        Ok(host.iter().zip(&self.host_size).all(|(x, s)| x < s).then_some(host))
+        Ok(host
+            .iter()
+            .zip(&self.host_size)
+            .all(|(x, s)| x < s)
+            .then_some(host))
     }
 
     /// The device coordinate holding a host coordinate.
@@ -238,8 +317,13 @@ impl DeviceLayout {
     /// assert_eq!(l.device_coord(&[7, 67]).unwrap(), vec![1, 7, 3]);
     /// ```
     pub fn device_coord(&self, host: &[u64]) -> Result<Vec<u64>, DeviceError> {
-        if host.len() != self.host_size.len() || host.iter().zip(&self.host_size).any(|(x, s)| x >= s) {
-            return invalid(format!("{host:?} is not a coordinate of a host tensor of size {:?}", self.host_size));
+        if host.len() != self.host_size.len()
+            || host.iter().zip(&self.host_size).any(|(x, s)| x >= s)
+        {
+            return invalid(format!(
+                "{host:?} is not a coordinate of a host tensor of size {:?}",
+                self.host_size
+            ));
         }
         let mut coord = vec![0u64; self.device_size.len()];
         let mut rest = host.to_vec();
@@ -255,7 +339,10 @@ impl DeviceLayout {
     /// The element offset of a device coordinate (row-major over device_size).
     pub fn device_offset(&self, coord: &[u64]) -> Result<u64, DeviceError> {
         self.check_device_coord(coord)?;
-        Ok(coord.iter().zip(&self.device_size).fold(0, |acc, (c, s)| acc * s + c))
+        Ok(coord
+            .iter()
+            .zip(&self.device_size)
+            .fold(0, |acc, (c, s)| acc * s + c))
     }
 
     /// The fold weight of each device position within its host dimension:
@@ -285,7 +372,11 @@ impl DeviceLayout {
     /// ```
     pub fn to_cute(&self, host_stride: &[i64]) -> Result<Layout, DeviceError> {
         if host_stride.len() != self.host_size.len() {
-            return invalid(format!("{} host strides for {} host dimensions", host_stride.len(), self.host_size.len()));
+            return invalid(format!(
+                "{} host strides for {} host dimensions",
+                host_stride.len(),
+                self.host_size.len()
+            ));
         }
         let weights = self.fold_weights();
         let mut shape = Vec::new();
@@ -293,12 +384,17 @@ impl DeviceLayout {
         for j in (0..self.dim_map.len()).rev() {
             shape.push(IntTuple::Int(self.device_size[j] as i64));
             let d = match usize::try_from(self.dim_map[j]) {
-                Ok(h) => (weights[j] as i64).checked_mul(host_stride[h]).ok_or_else(|| DeviceError::Invalid("a stride overflows".into()))?,
+                Ok(h) => (weights[j] as i64)
+                    .checked_mul(host_stride[h])
+                    .ok_or_else(|| DeviceError::Invalid("a stride overflows".into()))?,
                 Err(_) => 0,
             };
             stride.push(IntTuple::Int(d));
         }
-        Ok(Layout::new(IntTuple::Tuple(shape), IntTuple::Tuple(stride))?)
+        Ok(Layout::new(
+            IntTuple::Tuple(shape),
+            IntTuple::Tuple(stride),
+        )?)
     }
 
     /// A drawing of the sticks: one row per stick (its device coordinate),
@@ -306,12 +402,16 @@ impl DeviceLayout {
     /// index, `.` for padding. At most 64 sticks of 128 elements.
     pub fn render_sticks(&self) -> Result<String, DeviceError> {
         let e = self.device_size[self.device_size.len() - 1];
-        let sticks: u64 = self.device_size[..self.device_size.len() - 1].iter().product();
+        let sticks: u64 = self.device_size[..self.device_size.len() - 1]
+            .iter()
+            .product();
         if sticks > 64 {
             return invalid(format!("{sticks} sticks are too many to draw; at most 64"));
         }
         let host_strides = row_major(&self.host_size);
-        let width = (self.host_size.iter().product::<u64>().max(1) - 1).to_string().len();
+        let width = (self.host_size.iter().product::<u64>().max(1) - 1)
+            .to_string()
+            .len();
         let mut out = format!("{self}\n");
         let mut coord = vec![0u64; self.device_size.len()];
         for s in 0..sticks {
@@ -320,12 +420,20 @@ impl DeviceLayout {
                 coord[j] = rest % self.device_size[j];
                 rest /= self.device_size[j];
             }
-            let label: Vec<String> = coord[..coord.len() - 1].iter().map(u64::to_string).collect();
+            let label: Vec<String> = coord[..coord.len() - 1]
+                .iter()
+                .map(u64::to_string)
+                .collect();
             out.push_str(&format!("stick ({}):", label.join(",")));
             for c in 0..e {
                 coord[self.device_size.len() - 1] = c;
                 let cell = match self.host_coord(&coord)? {
-                    Some(h) => h.iter().zip(&host_strides).map(|(x, s)| x * s).sum::<u64>().to_string(),
+                    Some(h) => h
+                        .iter()
+                        .zip(&host_strides)
+                        .map(|(x, s)| x * s)
+                        .sum::<u64>()
+                        .to_string(),
                     None => ".".into(),
                 };
                 out.push_str(&format!(" {cell:>width$}"));
@@ -338,7 +446,9 @@ impl DeviceLayout {
 
 /// Row-major strides of `size`.
 pub(crate) fn row_major(size: &[u64]) -> Vec<u64> {
-    (0..size.len()).map(|h| size[h + 1..].iter().product()).collect()
+    (0..size.len())
+        .map(|h| size[h + 1..].iter().product())
+        .collect()
 }
 
 fn list<T: fmt::Display>(items: &[T]) -> String {

@@ -24,7 +24,11 @@ impl StridedLayout {
     /// A layout; size and stride must have the same length.
     pub fn new(size: Vec<u64>, stride: Vec<i64>) -> Result<StridedLayout, DeviceError> {
         if size.len() != stride.len() {
-            return Err(DeviceError::Invalid(format!("size has {} dimensions but stride has {}", size.len(), stride.len())));
+            return Err(DeviceError::Invalid(format!(
+                "size has {} dimensions but stride has {}",
+                size.len(),
+                stride.len()
+            )));
         }
         Ok(StridedLayout { size, stride })
     }
@@ -55,7 +59,13 @@ impl StridedLayout {
 
     /// Canonical form: dimensions of size 1 removed.
     pub fn canonical(&self) -> StridedLayout {
-        let (size, stride) = self.size.iter().zip(&self.stride).filter(|(&s, _)| s != 1).map(|(&s, &d)| (s, d)).unzip();
+        let (size, stride) = self
+            .size
+            .iter()
+            .zip(&self.stride)
+            .filter(|(&s, _)| s != 1)
+            .map(|(&s, &d)| (s, d))
+            .unzip();
         StridedLayout { size, stride }
     }
 
@@ -74,7 +84,12 @@ impl StridedLayout {
         if coord.len() != self.size.len() {
             return None;
         }
-        coord.iter().zip(&self.stride).try_fold(0i64, |acc, (&c, &d)| acc.checked_add(i64::try_from(c).ok()?.checked_mul(d)?))
+        coord
+            .iter()
+            .zip(&self.stride)
+            .try_fold(0i64, |acc, (&c, &d)| {
+                acc.checked_add(i64::try_from(c).ok()?.checked_mul(d)?)
+            })
     }
 
     /// The same function as a CuTe layout (mode `i` = dimension `i`).
@@ -94,7 +109,11 @@ impl StridedLayout {
     /// assert_eq!((t.size(), t.stride()), (&[2, 3, 4][..], &[12, 4, 1][..]));
     /// ```
     pub fn from_cute(layout: &Layout) -> StridedLayout {
-        let (size, stride) = layout.flat_modes().iter().map(|&(s, d)| (s as u64, d)).unzip();
+        let (size, stride) = layout
+            .flat_modes()
+            .iter()
+            .map(|&(s, d)| (s as u64, d))
+            .unzip();
         StridedLayout { size, stride }
     }
 }

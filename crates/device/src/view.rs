@@ -44,25 +44,42 @@ impl DeviceLayout {
         let old_host = self.host_size();
         let elements: u64 = old_host.iter().product();
         let new_elements = new_host.iter().try_fold(1u64, |a, &x| a.checked_mul(x));
-        if new_elements != Some(elements) || new_host.contains(&0) || new_host.len() > crate::MAX_HOST_RANK {
-            return invalid(format!("{new_host:?} does not have the {elements} elements of {old_host:?}"));
+        if new_elements != Some(elements)
+            || new_host.contains(&0)
+            || new_host.len() > crate::MAX_HOST_RANK
+        {
+            return invalid(format!(
+                "{new_host:?} does not have the {elements} elements of {old_host:?}"
+            ));
         }
         let old_strides = row_major(old_host);
         let new_strides = row_major(new_host);
         let contiguous: Vec<i64> = old_strides.iter().map(|&s| s as i64).collect();
-        let weights: Vec<u64> = self.to_cute(&contiguous)?.flat_modes().iter().rev().map(|&(_, d)| d as u64).collect();
+        let weights: Vec<u64> = self
+            .to_cute(&contiguous)?
+            .flat_modes()
+            .iter()
+            .rev()
+            .map(|&(_, d)| d as u64)
+            .collect();
         let last = self.dim_map().len() - 1;
         let stick = self.host_stick_dim();
         let mut pieces = Vec::new();
         for (j, (&h, &extent)) in self.dim_map().iter().zip(self.device_size()).enumerate() {
             let Ok(h) = usize::try_from(h) else {
-                pieces.push(Piece { extent, dim: -1, weight: 0, stick_outer: false });
+                pieces.push(Piece {
+                    extent,
+                    dim: -1,
+                    weight: 0,
+                    stick_outer: false,
+                });
                 continue;
             };
             let weight = weights[j];
             let span_end = old_host[h] * old_strides[h];
             let outermost = self.dim_map()[..j].iter().all(|&m| m != h as i64);
-            let mut split = split_position(extent, weight, span_end, outermost, new_host, &new_strides)?;
+            let mut split =
+                split_position(extent, weight, span_end, outermost, new_host, &new_strides)?;
             if j == last && split.len() > 1 {
                 return invalid(format!(
                     "splitting stick dimension requires innermost new dimension size >= elems_per_stick ({})",
@@ -84,39 +101,78 @@ impl DeviceLayout {
 /// The pieces (outer first) of a position of `extent` steps of `weight`.
 /// `span_end` is where its old host dimension's linear range ends; the
 /// outermost position of a padded dimension may run past it.
-fn split_position(extent: u64, weight: u64, span_end: u64, outermost: bool, new_host: &[u64], strides: &[u64]) -> Result<Vec<Piece>, DeviceError> {
+fn split_position(
+    extent: u64,
+    weight: u64,
+    span_end: u64,
+    outermost: bool,
+    new_host: &[u64],
+    strides: &[u64],
+) -> Result<Vec<Piece>, DeviceError> {
     let mut pieces = Vec::new();
     let (mut z, mut t) = (extent, weight);
     while z > 1 {
-        let Some(d) = (0..new_host.len()).find(|&d| new_host[d] > 1 && strides[d] <= t && t < strides[d] * new_host[d]) else {
-            return invalid(format!("a device dimension of weight {t} lies outside the new host dimensions"));
+        let Some(d) = (0..new_host.len())
+            .find(|&d| new_host[d] > 1 && strides[d] <= t && t < strides[d] * new_host[d])
+        else {
+            return invalid(format!(
+                "a device dimension of weight {t} lies outside the new host dimensions"
+            ));
         };
         let end = strides[d] * new_host[d];
         if t % strides[d] != 0 {
-            return invalid(format!("a device dimension of weight {t} does not align with new host dimension {d}"));
+            return invalid(format!(
+                "a device dimension of weight {t} does not align with new host dimension {d}"
+            ));
         }
         let padded = outermost && t.saturating_mul(z) > span_end && end == span_end;
         if padded && z == end.div_ceil(t) {
-            pieces.push(Piece { extent: z, dim: d as i64, weight: t, stick_outer: false });
+            pieces.push(Piece {
+                extent: z,
+                dim: d as i64,
+                weight: t,
+                stick_outer: false,
+            });
             break;
         }
         if end % t != 0 {
-            return invalid(format!("new host dimension {d} ({}) does not split evenly over a device dimension", new_host[d]));
+            return invalid(format!(
+                "new host dimension {d} ({}) does not split evenly over a device dimension",
+                new_host[d]
+            ));
         }
         let room = end / t;
         if z <= room {
-            pieces.push(Piece { extent: z, dim: d as i64, weight: t, stick_outer: false });
+            pieces.push(Piece {
+                extent: z,
+                dim: d as i64,
+                weight: t,
+                stick_outer: false,
+            });
             break;
         }
         if z % room != 0 {
-            return invalid(format!("a device dimension of {z} does not split at new host dimension {d} ({})", new_host[d]));
+            return invalid(format!(
+                "a device dimension of {z} does not split at new host dimension {d} ({})",
+                new_host[d]
+            ));
         }
-        pieces.push(Piece { extent: room, dim: d as i64, weight: t, stick_outer: false });
+        pieces.push(Piece {
+            extent: room,
+            dim: d as i64,
+            weight: t,
+            stick_outer: false,
+        });
         z /= room;
         t *= room;
     }
     if pieces.is_empty() {
-        pieces.push(Piece { extent: 1, dim: new_dim_of(weight, new_host, strides), weight, stick_outer: false });
+        pieces.push(Piece {
+            extent: 1,
+            dim: new_dim_of(weight, new_host, strides),
+            weight,
+            stick_outer: false,
+        });
     }
     pieces.reverse();
     Ok(pieces)
@@ -124,7 +180,9 @@ fn split_position(extent: u64, weight: u64, span_end: u64, outermost: bool, new_
 
 /// The new dimension of a size-1 position (any: its coordinate is always 0).
 fn new_dim_of(weight: u64, new_host: &[u64], strides: &[u64]) -> i64 {
-    (0..new_host.len()).find(|&d| strides[d] <= weight && weight < strides[d] * new_host[d]).unwrap_or(0) as i64
+    (0..new_host.len())
+        .find(|&d| strides[d] <= weight && weight < strides[d] * new_host[d])
+        .unwrap_or(0) as i64
 }
 
 /// Keeps the canonical form in which the stick's host dimension also has an
@@ -132,12 +190,22 @@ fn new_dim_of(weight: u64, new_host: &[u64], strides: &[u64]) -> i64 {
 /// dimension's outer positions elsewhere, a size-1 position for the new stick
 /// dimension follows them.
 fn keep_stick_outer_position(pieces: &mut Vec<Piece>, sparse: bool) {
-    let Some(stick) = pieces.last().copied() else { return };
+    let Some(stick) = pieces.last().copied() else {
+        return;
+    };
     if sparse || pieces.iter().filter(|p| p.dim == stick.dim).count() > 1 {
         return;
     }
     if let Some(at) = pieces.iter().rposition(|p| p.stick_outer) {
-        pieces.insert(at + 1, Piece { extent: 1, dim: stick.dim, weight: stick.weight, stick_outer: true });
+        pieces.insert(
+            at + 1,
+            Piece {
+                extent: 1,
+                dim: stick.dim,
+                weight: stick.weight,
+                stick_outer: true,
+            },
+        );
     }
 }
 
@@ -145,7 +213,9 @@ fn keep_stick_outer_position(pieces: &mut Vec<Piece>, sparse: bool) {
 fn check_fold(pieces: &[Piece], rank: usize, strides: &[u64]) -> Result<(), DeviceError> {
     let mut running = vec![1u64; rank];
     for p in pieces.iter().rev() {
-        let Ok(d) = usize::try_from(p.dim) else { continue };
+        let Ok(d) = usize::try_from(p.dim) else {
+            continue;
+        };
         if p.extent > 1 && running[d] * strides[d] != p.weight {
             return invalid(format!(
                 "the device order of host dimension {d}'s parts disagrees with the host order (a fuse of dimensions whose device order differs); no layout over the same device memory expresses it"

@@ -4,11 +4,19 @@ use retile_device::*;
 use serde_json::Value;
 
 fn u64s(v: &Value) -> Vec<u64> {
-    v.as_array().unwrap().iter().map(|x| x.as_u64().unwrap()).collect()
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_u64().unwrap())
+        .collect()
 }
 
 fn i64s(v: &Value) -> Vec<i64> {
-    v.as_array().unwrap().iter().map(|x| x.as_i64().unwrap()).collect()
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_i64().unwrap())
+        .collect()
 }
 
 fn unravel(mut k: u64, size: &[u64]) -> Vec<u64> {
@@ -23,9 +31,15 @@ fn unravel(mut k: u64, size: &[u64]) -> Vec<u64> {
 /// Host row-major index of every device element, or None for padding.
 fn host_indices(l: &DeviceLayout) -> Vec<Option<u64>> {
     let total: u64 = l.device_size().iter().product();
-    let strides: Vec<u64> = (0..l.host_size().len()).map(|h| l.host_size()[h + 1..].iter().product()).collect();
+    let strides: Vec<u64> = (0..l.host_size().len())
+        .map(|h| l.host_size()[h + 1..].iter().product())
+        .collect();
     (0..total)
-        .map(|k| l.host_coord(&unravel(k, l.device_size())).unwrap().map(|h| h.iter().zip(&strides).map(|(x, s)| x * s).sum()))
+        .map(|k| {
+            l.host_coord(&unravel(k, l.device_size()))
+                .unwrap()
+                .map(|h| h.iter().zip(&strides).map(|(x, s)| x * s).sum())
+        })
         .collect()
 }
 
@@ -33,9 +47,18 @@ fn build(case: &Value) -> Result<DeviceLayout, DeviceError> {
     let dtype: DeviceDType = case["dtype"].as_str().unwrap().parse()?;
     match case["constructor"].as_str().unwrap() {
         "default" => DeviceLayout::default_for(&u64s(&case["host_size"]), dtype),
-        "dim_order" => DeviceLayout::with_dim_order(&u64s(&case["host_size"]), dtype, &i64s(&case["dim_order"])),
+        "dim_order" => DeviceLayout::with_dim_order(
+            &u64s(&case["host_size"]),
+            dtype,
+            &i64s(&case["dim_order"]),
+        ),
         _ => {
-            let old = DeviceLayout::explicit(&u64s(&case["old_host_size"]), &u64s(&case["old"]["device_size"]), &i64s(&case["old"]["dim_map"]), dtype)?;
+            let old = DeviceLayout::explicit(
+                &u64s(&case["old_host_size"]),
+                &u64s(&case["old"]["device_size"]),
+                &i64s(&case["old"]["dim_map"]),
+                dtype,
+            )?;
             old.view(&u64s(&case["new_host_size"]))
         }
     }
@@ -57,8 +80,14 @@ fn check(case: &Value) -> Result<(), String> {
     if l.device_size() != u64s(&e["device_size"]) || l.dim_map() != i64s(&e["dim_map"]) {
         return Err(format!("got {l}"));
     }
-    if l.host_stick_dim().map(|d| d as u64) != e["host_stick_dim"].as_u64() || l.device_bytes() != e["device_bytes"].as_u64().unwrap() {
-        return Err(format!("stick dim {:?} / bytes {}", l.host_stick_dim(), l.device_bytes()));
+    if l.host_stick_dim().map(|d| d as u64) != e["host_stick_dim"].as_u64()
+        || l.device_bytes() != e["device_bytes"].as_u64().unwrap()
+    {
+        return Err(format!(
+            "stick dim {:?} / bytes {}",
+            l.host_stick_dim(),
+            l.device_bytes()
+        ));
     }
     let stride = i64s(&case["host_stride"]);
     let cute = l.to_cute(&stride).map_err(|err| err.to_string())?;
@@ -73,7 +102,9 @@ fn check(case: &Value) -> Result<(), String> {
             (None, true) => {}
             (Some(h), false) if *h == u64s(&m["host"]) => {
                 let host_offset: i64 = h.iter().zip(&stride).map(|(&x, &d)| x as i64 * d).sum();
-                if host_offset != m["host_offset"].as_i64().unwrap() || cute.eval(offset as i64).unwrap() != host_offset {
+                if host_offset != m["host_offset"].as_i64().unwrap()
+                    || cute.eval(offset as i64).unwrap() != host_offset
+                {
                     return Err(format!("host offset of {device:?}"));
                 }
                 if l.device_coord(h).unwrap() != device {
@@ -92,12 +123,23 @@ fn check(case: &Value) -> Result<(), String> {
 /// Either way, every device element must keep its host element.
 fn check_view(case: &Value, view: DeviceLayout) -> Result<(), String> {
     let e = &case["expected"];
-    let consistent = case["fold_rule_consistent"].as_bool().or(e["fold_rule_consistent"].as_bool()).unwrap_or(true);
-    if consistent && (view.device_size() != u64s(&e["device_size"]) || view.dim_map() != i64s(&e["dim_map"])) {
+    let consistent = case["fold_rule_consistent"]
+        .as_bool()
+        .or(e["fold_rule_consistent"].as_bool())
+        .unwrap_or(true);
+    if consistent
+        && (view.device_size() != u64s(&e["device_size"]) || view.dim_map() != i64s(&e["dim_map"]))
+    {
         return Err(format!("got {view}"));
     }
     let dtype: DeviceDType = case["dtype"].as_str().unwrap().parse().unwrap();
-    let old = DeviceLayout::explicit(&u64s(&case["old_host_size"]), &u64s(&case["old"]["device_size"]), &i64s(&case["old"]["dim_map"]), dtype).unwrap();
+    let old = DeviceLayout::explicit(
+        &u64s(&case["old_host_size"]),
+        &u64s(&case["old"]["device_size"]),
+        &i64s(&case["old"]["dim_map"]),
+        dtype,
+    )
+    .unwrap();
     if host_indices(&old) != host_indices(&view) {
         return Err(format!("{view} does not keep every element in place"));
     }
@@ -126,7 +168,13 @@ fn every_device_reference_case_passes() {
 /// view, so retile rejects it and says why.
 #[test]
 fn the_inconsistent_reference_fuse_is_rejected_with_a_reason() {
-    let old = DeviceLayout::explicit(&[3, 5, 128], &[5, 2, 3, 64], &[1, 2, 0, 2], DeviceDType::Float16).unwrap();
+    let old = DeviceLayout::explicit(
+        &[3, 5, 128],
+        &[5, 2, 3, 64],
+        &[1, 2, 0, 2],
+        DeviceDType::Float16,
+    )
+    .unwrap();
     let err = old.view(&[15, 1, 128]).unwrap_err();
     assert!(err.to_string().contains("device order"), "{err}");
 }
@@ -137,7 +185,9 @@ fn every_error_case_is_rejected_with_its_meaning() {
     for case in corpus["error_cases"].as_array().unwrap() {
         let size = u64s(&case["host_size"]);
         let result = match case["dim_order"].as_array() {
-            Some(_) => DeviceLayout::with_dim_order(&size, DeviceDType::Float16, &i64s(&case["dim_order"])),
+            Some(_) => {
+                DeviceLayout::with_dim_order(&size, DeviceDType::Float16, &i64s(&case["dim_order"]))
+            }
             None => DeviceLayout::default_for(&size, DeviceDType::Float16),
         };
         let message = case["error"].as_str().unwrap();

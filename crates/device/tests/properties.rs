@@ -11,10 +11,22 @@ fn dtype() -> impl Strategy<Value = DeviceDType> {
 
 /// Host sizes, a dim order (a permutation, maybe with a trailing -1), a dtype.
 fn layout() -> impl Strategy<Value = DeviceLayout> {
-    (prop::collection::vec(prop_oneof![1 => Just(1u64), 4 => 2u64..=9, 1 => 60u64..=140], 1..=4), any::<bool>(), dtype())
+    (
+        prop::collection::vec(
+            prop_oneof![1 => Just(1u64), 4 => 2u64..=9, 1 => 60u64..=140],
+            1..=4,
+        ),
+        any::<bool>(),
+        dtype(),
+    )
         .prop_flat_map(|(size, sparse, dtype)| {
             let n = size.len();
-            (Just(size), Just((0..n as i64).collect::<Vec<_>>()).prop_shuffle(), Just(sparse), Just(dtype))
+            (
+                Just(size),
+                Just((0..n as i64).collect::<Vec<_>>()).prop_shuffle(),
+                Just(sparse),
+                Just(dtype),
+            )
         })
         .prop_map(|(size, mut order, sparse, dtype)| {
             if sparse {
@@ -22,7 +34,9 @@ fn layout() -> impl Strategy<Value = DeviceLayout> {
             }
             DeviceLayout::with_dim_order(&size, dtype, &order).unwrap()
         })
-        .prop_filter("small enough to enumerate", |l| l.device_size().iter().product::<u64>() <= 1 << 17)
+        .prop_filter("small enough to enumerate", |l| {
+            l.device_size().iter().product::<u64>() <= 1 << 17
+        })
 }
 
 fn unravel(mut k: u64, size: &[u64]) -> Vec<u64> {
@@ -103,10 +117,20 @@ fn explicit_layouts_say_what_is_wrong() {
     let f16 = DeviceDType::Float16;
     let cases: [(&[u64], &[u64], &[i64], &str); 5] = [
         (&[512, 256], &[4, 512, 64], &[1, 0], "dim_map has 2"),
-        (&[512, 256], &[4, 512, 64], &[1, 2, 1], "not a host dimension"),
+        (
+            &[512, 256],
+            &[4, 512, 64],
+            &[1, 2, 1],
+            "not a host dimension",
+        ),
         (&[512, 256], &[4, 511, 64], &[1, 0, 1], "hold only 511"),
         (&[512, 256], &[4, 512, 64], &[-1, 0, 1], "only be the last"),
-        (&[512, 256], &[4, 512, 32], &[1, 0, 1], "stick dimension has extent 32"),
+        (
+            &[512, 256],
+            &[4, 512, 32],
+            &[1, 0, 1],
+            "stick dimension has extent 32",
+        ),
     ];
     for (host, device, map, message) in cases {
         let err = DeviceLayout::explicit(host, device, map, f16).unwrap_err();
@@ -139,6 +163,9 @@ fn huge_or_hostile_sizes_are_errors_not_panics() {
     assert!(l.view(&[u64::MAX, 2]).is_err());
     assert!(l.view(&[1, 1, 1, 1, 1, 1, 1, 256]).is_err());
     assert!(l.view(&[0, 256]).is_err());
-    assert!(DeviceLayout::default_for(&[], f16).is_err(), "found by the fuzzer: an empty host size");
+    assert!(
+        DeviceLayout::default_for(&[], f16).is_err(),
+        "found by the fuzzer: an empty host size"
+    );
     assert!(DeviceLayout::with_dim_order(&[], f16, &[-1]).is_err());
 }

@@ -27,19 +27,46 @@ fn cases() -> Vec<(&'static str, Op)> {
     let (a7, a8) = (l("(4,2):(2,1)"), l("(4,2):(1,5)"));
     vec![
         ("coalesce", Box::new(move || coalesce(black_box(&a1)))),
-        ("composition", Box::new(move || composition(black_box(&a2), black_box(&b2)))),
-        ("complement", Box::new(move || complement(black_box(&a3), &IntTuple::Int(24)))),
-        ("logical_divide", Box::new(move || logical_divide(black_box(&a4), black_box(&t4)))),
-        ("zipped_divide", Box::new(move || zipped_divide(black_box(&a5), black_box(&t5)))),
-        ("logical_product", Box::new(move || logical_product(black_box(&a6), black_box(&t6)))),
-        ("right_inverse", Box::new(move || right_inverse(black_box(&a7)))),
-        ("left_inverse", Box::new(move || left_inverse(black_box(&a8)))),
+        (
+            "composition",
+            Box::new(move || composition(black_box(&a2), black_box(&b2))),
+        ),
+        (
+            "complement",
+            Box::new(move || complement(black_box(&a3), &IntTuple::Int(24))),
+        ),
+        (
+            "logical_divide",
+            Box::new(move || logical_divide(black_box(&a4), black_box(&t4))),
+        ),
+        (
+            "zipped_divide",
+            Box::new(move || zipped_divide(black_box(&a5), black_box(&t5))),
+        ),
+        (
+            "logical_product",
+            Box::new(move || logical_product(black_box(&a6), black_box(&t6))),
+        ),
+        (
+            "right_inverse",
+            Box::new(move || right_inverse(black_box(&a7))),
+        ),
+        (
+            "left_inverse",
+            Box::new(move || left_inverse(black_box(&a8))),
+        ),
     ]
 }
 
 /// Criterion's mean estimate for a benchmark, in ns.
 fn criterion_mean(target: &Path, name: &str) -> Option<f64> {
-    let text = std::fs::read_to_string(target.join("criterion/algebra").join(name).join("new/estimates.json")).ok()?;
+    let text = std::fs::read_to_string(
+        target
+            .join("criterion/algebra")
+            .join(name)
+            .join("new/estimates.json"),
+    )
+    .ok()?;
     let key = "\"mean\":{\"confidence_interval\":";
     let after = &text[text.find(key)?..];
     let point = &after[after.find("\"point_estimate\":")? + 17..];
@@ -48,9 +75,18 @@ fn criterion_mean(target: &Path, name: &str) -> Option<f64> {
 
 /// pycute's ns per op for each case, measured now.
 fn pycute_figures(root: &Path) -> Option<Vec<(String, f64)>> {
-    let out = Command::new("python3").arg(root.join("bench/pycute_algebra.py")).output().ok()?;
+    let out = Command::new("python3")
+        .arg(root.join("bench/pycute_algebra.py"))
+        .output()
+        .ok()?;
     if !out.status.success() {
-        eprintln!("pycute not measured: {}", String::from_utf8_lossy(&out.stderr).lines().last().unwrap_or(""));
+        eprintln!(
+            "pycute not measured: {}",
+            String::from_utf8_lossy(&out.stderr)
+                .lines()
+                .last()
+                .unwrap_or("")
+        );
         return None;
     }
     let text = String::from_utf8(out.stdout).ok()?;
@@ -70,7 +106,9 @@ fn main() {
     let mut c = Criterion::default().configure_from_args();
     let mut group = c.benchmark_group("algebra");
     for (name, op) in cases() {
-        group.bench_function(name, |b| b.iter(|| op().expect("benchmark cases are valid")));
+        group.bench_function(name, |b| {
+            b.iter(|| op().expect("benchmark cases are valid"))
+        });
     }
     group.finish();
     c.final_summary();
@@ -81,12 +119,18 @@ fn main() {
         eprintln!("install pycute (pip install nvidia-cutlass) to see the ratio");
         return;
     };
-    println!("\n{:<16} {:>12} {:>12} {:>10}", "operation", "retile ns", "pycute ns", "speed-up");
+    println!(
+        "\n{:<16} {:>12} {:>12} {:>10}",
+        "operation", "retile ns", "pycute ns", "speed-up"
+    );
     for (name, _) in cases() {
         let ours = criterion_mean(&target, name);
         let theirs = peer.iter().find(|(k, _)| k == name).map(|(_, v)| *v);
         if let (Some(ours), Some(theirs)) = (ours, theirs) {
-            println!("{name:<16} {ours:>12.1} {theirs:>12.1} {:>9.0}x", theirs / ours);
+            println!(
+                "{name:<16} {ours:>12.1} {theirs:>12.1} {:>9.0}x",
+                theirs / ours
+            );
         }
     }
 }

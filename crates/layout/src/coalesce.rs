@@ -122,6 +122,9 @@ pub fn filter(layout: &Layout) -> Result<Layout> {
 /// The modes of `filter(layout)`.
 pub(crate) fn filtered_modes(layout: &Layout) -> Result<Modes> {
     let mut out = Modes::new();
-    merge_into(layout.flat_modes().iter().copied().filter(|&(_, d)| d != 0), &mut out)?;
+    merge_into(
+        layout.flat_modes().iter().copied().filter(|&(_, d)| d != 0),
+        &mut out,
+    )?;
     Ok(out)
 }

@@ -31,16 +31,26 @@ pub fn complement(a: &Layout, cotarget: &IntTuple) -> Result<Layout> {
 /// (CuTe's tuple `ceil_div` only depends on them).
 pub(crate) fn complement_leaves(a: &Layout, cotarget: &[i64]) -> Result<Layout> {
     if cotarget.iter().any(|&v| v < 1) {
-        let text = cotarget.iter().map(i64::to_string).collect::<Vec<_>>().join(",");
+        let text = cotarget
+            .iter()
+            .map(i64::to_string)
+            .collect::<Vec<_>>()
+            .join(",");
         return Err(LayoutError::BadCotarget { cotarget: text });
     }
     let modes = filtered_modes(a)?;
     if modes.as_slice() == [(1, 0)] {
-        let size = cotarget.iter().try_fold(1i64, |acc, &v| mul(acc, v, "a cotarget"))?;
+        let size = cotarget
+            .iter()
+            .try_fold(1i64, |acc, &v| mul(acc, v, "a cotarget"))?;
         return Layout::from_shape(IntTuple::Int(size));
     }
     if let Some((mode, &(_, stride))) = modes.iter().enumerate().find(|(_, m)| m.1 < 0) {
-        return Err(LayoutError::NegativeStride { op: "complement", mode, stride });
+        return Err(LayoutError::NegativeStride {
+            op: "complement",
+            mode,
+            stride,
+        });
     }
     let mut result = Modes::new();
     let mut current = 1i64;
@@ -48,7 +58,11 @@ pub(crate) fn complement_leaves(a: &Layout, cotarget: &[i64]) -> Result<Layout> 
         let (shape, stride) = modes[k];
         let (quotient, remainder) = div_rem(stride, current);
         if remainder != 0 || quotient == 0 {
-            return Err(LayoutError::ComplementNotDivisible { mode: k, stride, covered: current });
+            return Err(LayoutError::ComplementNotDivisible {
+                mode: k,
+                stride,
+                covered: current,
+            });
         }
         result.push((quotient, current));
         current = mul(stride, shape, "a complement stride")?;
@@ -73,7 +87,10 @@ fn ceil_div_leaves(leaves: &[i64], divisor: i64) -> Result<i64> {
 pub(crate) fn sorted_by_stride(modes: &[(i64, i64)]) -> smallvec::SmallVec<[usize; 8]> {
     let mut order: smallvec::SmallVec<[usize; 8]> = smallvec::SmallVec::new();
     for k in 0..modes.len() {
-        let at = order.iter().position(|&j| modes[j].1 > modes[k].1).unwrap_or(order.len());
+        let at = order
+            .iter()
+            .position(|&j| modes[j].1 > modes[k].1)
+            .unwrap_or(order.len());
         order.insert(at, k);
     }
     order

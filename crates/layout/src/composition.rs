@@ -30,7 +30,9 @@ pub fn composition(a: &Layout, b: &Layout) -> Result<Layout> {
             Token::Open => out.open(),
             Token::Close => out.close(),
             Token::Leaf => {
-                let &(s, d) = leaves.next().ok_or(LayoutError::Overflow { what: "a composition" })?;
+                let &(s, d) = leaves.next().ok_or(LayoutError::Overflow {
+                    what: "a composition",
+                })?;
                 compose_mode(&flat_a, s, d, &mut usage, &mut out)?;
             }
         }
@@ -55,7 +57,11 @@ struct Usage {
 
 impl Usage {
     fn new(modes: usize) -> Self {
-        Usage { digits: vec![0; modes.saturating_sub(1)], positive: false, negative: false }
+        Usage {
+            digits: vec![0; modes.saturating_sub(1)],
+            positive: false,
+            negative: false,
+        }
     }
 
     fn add(&mut self, mode: usize, extent: i64) -> Result<()> {
@@ -109,7 +115,11 @@ pub fn composition_tiler(a: &Layout, tiler: &Tiler) -> Result<Layout> {
 /// A by-mode tiler may not have more modes than the layout.
 pub(crate) fn check_tiler_rank(op: &'static str, tiler: usize, a: &Layout) -> Result<()> {
     if tiler > a.rank() {
-        return Err(LayoutError::TooManyModes { op, tiler, layout: a.rank() });
+        return Err(LayoutError::TooManyModes {
+            op,
+            tiler,
+            layout: a.rank(),
+        });
     }
     Ok(())
 }
@@ -134,7 +144,13 @@ pub(crate) fn apply_tiler(
 
 /// Appends `A ∘ (s:d)` for a coalesced, flat A to `out`; records in `usage`
 /// which coordinates of A's modes it reaches.
-fn compose_mode(flat_a: &[(i64, i64)], s: i64, d: i64, usage: &mut Usage, out: &mut LayoutBuilder) -> Result<()> {
+fn compose_mode(
+    flat_a: &[(i64, i64)],
+    s: i64,
+    d: i64,
+    usage: &mut Usage,
+    out: &mut LayoutBuilder,
+) -> Result<()> {
     if d == 0 || s == 1 {
         out.mode(&[(s, if s == 1 { 0 } else { d })]);
         return Ok(());
@@ -153,18 +169,29 @@ fn compose_mode(flat_a: &[(i64, i64)], s: i64, d: i64, usage: &mut Usage, out: &
     let mut rest_shape = s;
     let mut rest_stride = d;
     for (mode, &(curr_shape, curr_stride)) in leading.iter().enumerate() {
-        let magnitude = rest_stride.checked_abs().ok_or(LayoutError::Overflow { what: "a composed stride" })?;
+        let magnitude = rest_stride.checked_abs().ok_or(LayoutError::Overflow {
+            what: "a composed stride",
+        })?;
         let next_shape = ceil_div(curr_shape, magnitude);
-        let divides = div_rem(magnitude, curr_shape).1 == 0 || div_rem(curr_shape, magnitude).1 == 0;
+        let divides =
+            div_rem(magnitude, curr_shape).1 == 0 || div_rem(curr_shape, magnitude).1 == 0;
         if !divides && (magnitude >= curr_shape || rest_shape > next_shape) {
-            return Err(LayoutError::StrideDivisibility { mode, extent: curr_shape, stride: rest_stride });
+            return Err(LayoutError::StrideDivisibility {
+                mode,
+                extent: curr_shape,
+                stride: rest_stride,
+            });
         }
         let next_stride = ceil_div(magnitude, curr_shape) * rest_stride.signum();
         if next_shape != 1 && rest_shape != 1 {
             let taken = next_shape.min(rest_shape);
             let (quotient, remainder) = div_rem(rest_shape, taken);
             if remainder != 0 {
-                return Err(LayoutError::ShapeDivisibility { mode, taken, rest: rest_shape });
+                return Err(LayoutError::ShapeDivisibility {
+                    mode,
+                    taken,
+                    rest: rest_shape,
+                });
             }
             usage.add(mode, mul(taken - 1, magnitude, "a composition check")? + 1)?;
             result.push((taken, mul(rest_stride, curr_stride, "a composed stride")?));
@@ -173,7 +200,10 @@ fn compose_mode(flat_a: &[(i64, i64)], s: i64, d: i64, usage: &mut Usage, out: &
         rest_stride = next_stride;
     }
     if result.is_empty() || rest_shape != 1 {
-        result.push((rest_shape, mul(rest_stride, last_stride, "a composed stride")?));
+        result.push((
+            rest_shape,
+            mul(rest_stride, last_stride, "a composed stride")?,
+        ));
     }
     out.mode(&result);
     Ok(())

@@ -101,7 +101,11 @@ fn unzip(layout: &Layout, guide: &Tiler) -> Result<(Layout, Layout)> {
 pub(crate) fn splice(zipped: &Layout, flat: bool) -> Result<Layout> {
     let tile = zipped.mode(0)?;
     let rest = zipped.mode(1)?;
-    let mut modes = if flat && tile.rank() > 1 { tile.modes() } else { vec![tile] };
+    let mut modes = if flat && tile.rank() > 1 {
+        tile.modes()
+    } else {
+        vec![tile]
+    };
     if rest.rank() > 1 {
         modes.extend(rest.modes());
     } else {

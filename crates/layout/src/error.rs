@@ -31,7 +31,9 @@ pub enum LayoutError {
         message: String,
     },
     /// Shape and stride do not have the same nesting.
-    #[error("shape {shape} and stride {stride} are not congruent: they must have the same nesting")]
+    #[error(
+        "shape {shape} and stride {stride} are not congruent: they must have the same nesting"
+    )]
     NotCongruent {
         /// The shape as written.
         shape: String,

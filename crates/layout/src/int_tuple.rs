@@ -35,7 +35,9 @@ impl IntTuple {
     pub fn size(&self) -> Result<i64> {
         match self {
             IntTuple::Int(v) => Ok(*v),
-            IntTuple::Tuple(ts) => ts.iter().try_fold(1, |acc, t| mul(acc, t.size()?, "a size")),
+            IntTuple::Tuple(ts) => ts
+                .iter()
+                .try_fold(1, |acc, t| mul(acc, t.size()?, "a size")),
         }
     }
 
@@ -77,7 +79,10 @@ impl IntTuple {
         match self {
             IntTuple::Int(_) if i == 0 => Ok(self),
             IntTuple::Tuple(ts) if i < ts.len() => Ok(&ts[i]),
-            _ => Err(LayoutError::NoSuchMode { index: i, rank: self.rank() }),
+            _ => Err(LayoutError::NoSuchMode {
+                index: i,
+                rank: self.rank(),
+            }),
         }
     }
 
@@ -112,7 +117,9 @@ impl IntTuple {
     pub fn flatten(&self) -> IntTuple {
         match self {
             IntTuple::Int(_) => self.clone(),
-            IntTuple::Tuple(_) => IntTuple::Tuple(self.leaves().into_iter().map(IntTuple::Int).collect()),
+            IntTuple::Tuple(_) => {
+                IntTuple::Tuple(self.leaves().into_iter().map(IntTuple::Int).collect())
+            }
         }
     }
 
@@ -176,9 +183,11 @@ impl IntTuple {
                 *current = mul(*current, *v, "compact strides")?;
                 Ok(IntTuple::Int(stride))
             }
-            IntTuple::Tuple(ts) => {
-                ts.iter().map(|t| t.compact_from(current)).collect::<Result<_>>().map(IntTuple::Tuple)
-            }
+            IntTuple::Tuple(ts) => ts
+                .iter()
+                .map(|t| t.compact_from(current))
+                .collect::<Result<_>>()
+                .map(IntTuple::Tuple),
         }
     }
 
@@ -203,7 +212,9 @@ impl IntTuple {
                 *rest = ceil_div(*rest, *v);
                 IntTuple::Int(q)
             }
-            IntTuple::Tuple(ts) => IntTuple::Tuple(ts.iter().map(|t| t.ceil_div_from(rest)).collect()),
+            IntTuple::Tuple(ts) => {
+                IntTuple::Tuple(ts.iter().map(|t| t.ceil_div_from(rest)).collect())
+            }
         }
     }
 

@@ -60,7 +60,11 @@ pub fn right_inverse(layout: &Layout) -> Result<Layout> {
 pub fn left_inverse(layout: &Layout) -> Result<Layout> {
     let modes = coalesced_modes(layout)?;
     if let Some((mode, &(_, stride))) = modes.iter().enumerate().find(|(_, m)| m.1 < 0) {
-        return Err(LayoutError::NegativeStride { op: "left_inverse", mode, stride });
+        return Err(LayoutError::NegativeStride {
+            op: "left_inverse",
+            mode,
+            stride,
+        });
     }
     let steps = index_steps(&modes)?;
     let order = sorted_by_stride(&modes);
@@ -74,7 +78,11 @@ pub fn left_inverse(layout: &Layout) -> Result<Layout> {
         }
         let (quotient, remainder) = div_rem(stride, covered);
         if remainder != 0 {
-            return Err(LayoutError::LeftInverseDivisibility { mode: k, stride, covered });
+            return Err(LayoutError::LeftInverseDivisibility {
+                mode: k,
+                stride,
+                covered,
+            });
         }
         shapes.push(quotient);
         strides.push(steps[k]);

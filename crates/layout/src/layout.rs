@@ -136,7 +136,10 @@ impl Layout {
     /// ```
     pub fn new(shape: IntTuple, stride: IntTuple) -> Result<Layout> {
         if !shape.congruent(&stride) {
-            return Err(LayoutError::NotCongruent { shape: shape.to_string(), stride: stride.to_string() });
+            return Err(LayoutError::NotCongruent {
+                shape: shape.to_string(),
+                stride: stride.to_string(),
+            });
         }
         shape.check_positive()?;
         shape.size()?;
@@ -183,7 +186,10 @@ impl Layout {
     /// assert_eq!(Layout::from_modes(vec![a, b]).to_string(), "(2,(3,2)):(1,(2,6))");
     /// ```
     pub fn from_modes(modes: impl IntoIterator<Item = Layout>) -> Layout {
-        let mut out = Layout { modes: Modes::new(), profile: Profile::new() };
+        let mut out = Layout {
+            modes: Modes::new(),
+            profile: Profile::new(),
+        };
         out.profile.push(OPEN);
         for m in modes {
             out.modes.extend_from_slice(&m.modes);
@@ -212,7 +218,12 @@ impl Layout {
     pub(crate) fn from_flat_modes(modes: Modes) -> Layout {
         let mut profile = Profile::new();
         match modes.len() {
-            0 => return Layout { modes: SmallVec::from_slice(&[(1, 0)]), profile: SmallVec::from_slice(&[LEAF]) },
+            0 => {
+                return Layout {
+                    modes: SmallVec::from_slice(&[(1, 0)]),
+                    profile: SmallVec::from_slice(&[LEAF]),
+                }
+            }
             1 => profile.push(LEAF),
             n => {
                 profile.push(OPEN);
@@ -247,7 +258,10 @@ impl Layout {
                 }
             }
         }
-        stack.pop().and_then(|mut v| v.pop()).unwrap_or(IntTuple::Int(1))
+        stack
+            .pop()
+            .and_then(|mut v| v.pop())
+            .unwrap_or(IntTuple::Int(1))
     }
 
     /// The shape.
@@ -279,7 +293,9 @@ impl Layout {
     /// assert_eq!("(2,3):(1,2)".parse::<Layout>().unwrap().size().unwrap(), 6);
     /// ```
     pub fn size(&self) -> Result<i64> {
-        self.modes.iter().try_fold(1, |acc, m| mul(acc, m.0, "a size"))
+        self.modes
+            .iter()
+            .try_fold(1, |acc, m| mul(acc, m.0, "a size"))
     }
 
     /// Codomain size, `1 + Σ (s-1)·|d|` over the flattened modes
@@ -292,7 +308,12 @@ impl Layout {
     /// ```
     pub fn cosize(&self) -> Result<i64> {
         self.modes.iter().try_fold(1, |acc, &(s, d)| {
-            let span = mul(s - 1, d.checked_abs().ok_or(LayoutError::Overflow { what: "cosize" })?, "cosize")?;
+            let span = mul(
+                s - 1,
+                d.checked_abs()
+                    .ok_or(LayoutError::Overflow { what: "cosize" })?,
+                "cosize",
+            )?;
             add(acc, span, "cosize")
         })
     }
@@ -348,7 +369,10 @@ impl Layout {
     }
 
     fn sub(&self, (start, end, leaf, n): (usize, usize, usize, usize)) -> Layout {
-        Layout { modes: SmallVec::from_slice(&self.modes[leaf..leaf + n]), profile: SmallVec::from_slice(&self.profile[start..end]) }
+        Layout {
+            modes: SmallVec::from_slice(&self.modes[leaf..leaf + n]),
+            profile: SmallVec::from_slice(&self.profile[start..end]),
+        }
     }
 
     /// Mode `i` as a layout; an integer layout is its own mode 0.
@@ -361,7 +385,10 @@ impl Layout {
     pub fn mode(&self, i: usize) -> Result<Layout> {
         match self.items().nth(i) {
             Some(item) => Ok(self.sub(item)),
-            None => Err(LayoutError::NoSuchMode { index: i, rank: self.rank() }),
+            None => Err(LayoutError::NoSuchMode {
+                index: i,
+                rank: self.rank(),
+            }),
         }
     }
 
@@ -407,7 +434,10 @@ impl Layout {
         profile.push(OPEN);
         profile.extend(std::iter::repeat_n(LEAF, self.modes.len()));
         profile.push(CLOSE);
-        Layout { modes: self.modes.clone(), profile }
+        Layout {
+            modes: self.modes.clone(),
+            profile,
+        }
     }
 
     /// `L(i)`: the offset of index `i` (the last mode is not reduced).
@@ -422,11 +452,17 @@ impl Layout {
     /// assert_eq!(l.eval(3).unwrap(), 5);
     /// ```
     pub fn eval(&self, index: i64) -> Result<i64> {
-        let Some((&(_, last), leading)) = self.modes.split_last() else { return Ok(0) };
+        let Some((&(_, last), leading)) = self.modes.split_last() else {
+            return Ok(0);
+        };
         let mut rest = index;
         let mut offset = 0i64;
         for &(s, d) in leading {
-            let (q, r) = if rest >= 0 { div_rem(rest, s) } else { (rest / s, rest % s) };
+            let (q, r) = if rest >= 0 {
+                div_rem(rest, s)
+            } else {
+                (rest / s, rest % s)
+            };
             offset = add(offset, mul(r, d, "an offset")?, "an offset")?;
             rest = q;
         }
@@ -475,9 +511,12 @@ pub fn crd2idx(coord: &IntTuple, shape: &IntTuple, stride: &IntTuple) -> Result<
 fn coord_to_offset(coord: &IntTuple, layout: &Layout) -> Result<i64> {
     match coord {
         IntTuple::Int(i) => layout.eval(*i),
-        IntTuple::Tuple(cs) if !layout.is_leaf() && cs.len() == layout.rank() => {
-            cs.iter().zip(layout.modes_iter()).try_fold(0i64, |acc, (c, m)| add(acc, coord_to_offset(c, &m)?, "an offset"))
-        }
+        IntTuple::Tuple(cs) if !layout.is_leaf() && cs.len() == layout.rank() => cs
+            .iter()
+            .zip(layout.modes_iter())
+            .try_fold(0i64, |acc, (c, m)| {
+                add(acc, coord_to_offset(c, &m)?, "an offset")
+            }),
         IntTuple::Tuple(_) => Err(LayoutError::BadCoordinate {
             coord: coord.to_string(),
             shape: layout.shape().to_string(),
@@ -523,7 +562,11 @@ fn split_index(index: i64, shape: &IntTuple) -> Result<IntTuple> {
 }
 
 impl Layout {
-    fn write_part(&self, f: &mut fmt::Formatter<'_>, pick: impl Fn(&(i64, i64)) -> i64) -> fmt::Result {
+    fn write_part(
+        &self,
+        f: &mut fmt::Formatter<'_>,
+        pick: impl Fn(&(i64, i64)) -> i64,
+    ) -> fmt::Result {
         let mut leaves = self.modes.iter();
         let mut previous = OPEN;
         for &t in &self.profile {

@@ -44,6 +44,8 @@ pub use int_tuple::IntTuple;
 pub use inverse::{left_inverse, max_common_layout, max_common_vector, right_inverse};
 pub use layout::{crd2idx, idx2crd, Layout};
 pub use notation::MAX_NESTING;
-pub use product::{blocked_product, flat_product, logical_product, raked_product, tiled_product, zipped_product};
+pub use product::{
+    blocked_product, flat_product, logical_product, raked_product, tiled_product, zipped_product,
+};
 pub use render::{render_grid, MAX_CELLS};
 pub use tiler::Tiler;

@@ -20,15 +20,26 @@ pub const MAX_NESTING: usize = 64;
 
 impl<'a> Cursor<'a> {
     fn new(text: &'a str) -> Self {
-        Cursor { bytes: text.as_bytes(), pos: 0, depth: 0 }
+        Cursor {
+            bytes: text.as_bytes(),
+            pos: 0,
+            depth: 0,
+        }
     }
 
     fn error(&self, message: impl Into<String>) -> LayoutError {
-        LayoutError::Parse { column: self.pos + 1, message: message.into() }
+        LayoutError::Parse {
+            column: self.pos + 1,
+            message: message.into(),
+        }
     }
 
     fn skip_space(&mut self) {
-        while self.bytes.get(self.pos).is_some_and(u8::is_ascii_whitespace) {
+        while self
+            .bytes
+            .get(self.pos)
+            .is_some_and(u8::is_ascii_whitespace)
+        {
             self.pos += 1;
         }
     }
@@ -84,8 +95,9 @@ impl<'a> Cursor<'a> {
             return Err(self.found("an integer"));
         }
         let text = std::str::from_utf8(&self.bytes[start..self.pos]).unwrap_or("");
-        text.parse().map_err(|_| {
-            LayoutError::Parse { column: start + 1, message: format!("integer {text} does not fit in 64 bits") }
+        text.parse().map_err(|_| LayoutError::Parse {
+            column: start + 1,
+            message: format!("integer {text} does not fit in 64 bits"),
         })
     }
 
@@ -120,7 +132,10 @@ impl<'a> Cursor<'a> {
         } else {
             Layout::from_shape(shape)
         };
-        layout.map_err(|e| LayoutError::Parse { column: start + 1, message: e.to_string() })
+        layout.map_err(|e| LayoutError::Parse {
+            column: start + 1,
+            message: e.to_string(),
+        })
     }
 
     fn tiler(&mut self) -> Result<Tiler> {
@@ -153,7 +168,10 @@ impl<'a> Cursor<'a> {
         } else {
             Tiler::from_shape(&shape)
         };
-        tiler.map_err(|e| LayoutError::Parse { column: start + 1, message: e.to_string() })
+        tiler.map_err(|e| LayoutError::Parse {
+            column: start + 1,
+            message: e.to_string(),
+        })
     }
 }
 

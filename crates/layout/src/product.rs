@@ -113,5 +113,9 @@ fn pad(layout: &Layout, rank: usize) -> Layout {
 /// Zips two layouts of equal rank mode by mode: `((x0,y0),(x1,y1),...)`;
 /// two integer layouts give `((x,y))`.
 fn zip(x: &Layout, y: &Layout) -> Layout {
-    Layout::from_modes(x.modes_iter().zip(y.modes_iter()).map(|(p, q)| Layout::from_modes([p, q])))
+    Layout::from_modes(
+        x.modes_iter()
+            .zip(y.modes_iter())
+            .map(|(p, q)| Layout::from_modes([p, q])),
+    )
 }

@@ -36,24 +36,45 @@ pub fn render_grid(layout: &Layout) -> Result<String> {
         r => {
             let modes = layout.modes();
             let folded = Layout::from_modes(modes[1..].to_vec());
-            let _ = writeln!(out, "rank {r} drawn as rank 2: rows = mode 0, columns = modes 1..{r} as one mode {}", folded.shape());
+            let _ = writeln!(
+                out,
+                "rank {r} drawn as rank 2: rows = mode 0, columns = modes 1..{r} as one mode {}",
+                folded.shape()
+            );
             (modes[0].clone(), folded)
         }
     };
     let (m, n) = (rows.size()?, cols.size()?);
     let cells = m.checked_mul(n).unwrap_or(i64::MAX);
     if cells > MAX_CELLS {
-        return Err(LayoutError::TooLarge { what: "the drawing", count: cells, limit: MAX_CELLS });
+        return Err(LayoutError::TooLarge {
+            what: "the drawing",
+            count: cells,
+            limit: MAX_CELLS,
+        });
     }
     let mut values = Vec::with_capacity(cells as usize);
     for i in 0..m {
         for j in 0..n {
-            values.push(rows.eval(i)?.checked_add(cols.eval(j)?).ok_or(LayoutError::Overflow { what: "a drawn offset" })?);
+            values.push(
+                rows.eval(i)?
+                    .checked_add(cols.eval(j)?)
+                    .ok_or(LayoutError::Overflow {
+                        what: "a drawn offset",
+                    })?,
+            );
         }
     }
-    let widest = values.iter().map(|v| v.to_string().len()).max().unwrap_or(1);
+    let widest = values
+        .iter()
+        .map(|v| v.to_string().len())
+        .max()
+        .unwrap_or(1);
     let width = widest.max(layout.cosize()?.to_string().len());
-    let rule = format!("    {}+\n", format!("+{}", "-".repeat(width + 2)).repeat(n as usize));
+    let rule = format!(
+        "    {}+\n",
+        format!("+{}", "-".repeat(width + 2)).repeat(n as usize)
+    );
     let _ = writeln!(out, "{layout}");
     out.push_str("    ");
     for j in 0..n {

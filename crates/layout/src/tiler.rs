@@ -40,7 +40,11 @@ impl Tiler {
     pub fn from_shape(shape: &IntTuple) -> Result<Tiler> {
         match shape {
             IntTuple::Int(_) => Ok(Tiler::Layout(Layout::from_shape(shape.clone())?)),
-            IntTuple::Tuple(ts) => ts.iter().map(Tiler::from_shape).collect::<Result<_>>().map(Tiler::Modes),
+            IntTuple::Tuple(ts) => ts
+                .iter()
+                .map(Tiler::from_shape)
+                .collect::<Result<_>>()
+                .map(Tiler::Modes),
         }
     }
 }

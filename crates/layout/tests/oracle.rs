@@ -13,7 +13,10 @@ enum Outcome {
 }
 
 fn arg<T: std::str::FromStr<Err = LayoutError>>(case: &Value, name: &str) -> Result<T> {
-    case["args"][name].as_str().unwrap_or_else(|| panic!("case {} lacks arg {name}", case["id"])).parse()
+    case["args"][name]
+        .as_str()
+        .unwrap_or_else(|| panic!("case {} lacks arg {name}", case["id"]))
+        .parse()
 }
 
 fn run(case: &Value) -> Result<Outcome> {
@@ -42,21 +45,33 @@ fn run(case: &Value) -> Result<Outcome> {
         "right_inverse" => Outcome::Layout(right_inverse(&a()?)?),
         "left_inverse" => Outcome::Layout(left_inverse(&a()?)?),
         "max_common_vector" => Outcome::Int(max_common_vector(&a()?, &b()?)?),
-        "idx2crd" => Outcome::Tuple(idx2crd(arg::<IntTuple>(case, "idx")?.size()?, &arg(case, "shape")?)?),
+        "idx2crd" => Outcome::Tuple(idx2crd(
+            arg::<IntTuple>(case, "idx")?.size()?,
+            &arg(case, "shape")?,
+        )?),
         "crd2idx" => Outcome::Int(a()?.eval_coord(&arg(case, "crd")?)?),
         other => panic!("unknown op {other}"),
     })
 }
 
 fn table_of(expect: &Value) -> Vec<i64> {
-    expect["table"].as_array().unwrap().iter().map(|v| v.as_i64().unwrap()).collect()
+    expect["table"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_i64().unwrap())
+        .collect()
 }
 
 /// Same shape, same strides except on size-1 modes, same size and table.
 fn same_layout(ours: &Layout, expect: &Value) -> bool {
     let theirs: Layout = expect["layout"].as_str().unwrap().parse().unwrap();
     let table = table_of(expect);
-    let strides_match = ours.flat_modes().iter().zip(theirs.flat_modes()).all(|(o, t)| o.1 == t.1 || o.0 == 1);
+    let strides_match = ours
+        .flat_modes()
+        .iter()
+        .zip(theirs.flat_modes())
+        .all(|(o, t)| o.1 == t.1 || o.0 == 1);
     ours.shape() == theirs.shape()
         && strides_match
         && ours.size().unwrap() == expect["size"].as_i64().unwrap()
@@ -92,13 +107,19 @@ fn check(case: &Value) -> std::result::Result<(), String> {
     let answers = accepted(case);
     let outcome = run(case);
     let Ok(outcome) = outcome else {
-        return if answers.is_empty() { Ok(()) } else { Err(format!("rejected: {}", outcome.err().unwrap())) };
+        return if answers.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("rejected: {}", outcome.err().unwrap()))
+        };
     };
     if answers.is_empty() {
         return Err("accepted an input that must be rejected".into());
     }
     let ok = match &outcome {
-        Outcome::Layout(r) if op.ends_with("_inverse") => inverse_holds(op, &arg(case, "A").unwrap(), r),
+        Outcome::Layout(r) if op.ends_with("_inverse") => {
+            inverse_holds(op, &arg(case, "A").unwrap(), r)
+        }
         Outcome::Layout(r) => answers.iter().any(|e| same_layout(r, e)),
         Outcome::Int(v) => answers.iter().any(|e| e["value"].as_i64() == Some(*v)),
         Outcome::Tuple(t) => answers.iter().any(|e| match t {
@@ -123,10 +144,16 @@ fn check(case: &Value) -> std::result::Result<(), String> {
 /// (with |stride|), which is what the oracle gives wherever strides are
 /// non-negative — the one negative-stride case's note says C++ differs.
 fn props_match(case: &Value, l: &Layout, e: &Value) -> bool {
-    let cpp_cosize = 1 + l.flat_modes().iter().map(|&(s, d)| (s - 1) * d.abs()).sum::<i64>();
+    let cpp_cosize = 1 + l
+        .flat_modes()
+        .iter()
+        .map(|&(s, d)| (s - 1) * d.abs())
+        .sum::<i64>();
     let negative = l.flat_modes().iter().any(|m| m.1 < 0);
     let cosize_ok = if negative {
-        case["note"].as_str().is_some_and(|n| n.contains("C++ cosize uses |strides|"))
+        case["note"]
+            .as_str()
+            .is_some_and(|n| n.contains("C++ cosize uses |strides|"))
             && l.cosize().unwrap() == cpp_cosize
     } else {
         l.cosize().unwrap() == e["cosize"].as_i64().unwrap()
@@ -147,8 +174,16 @@ fn every_cute_reference_case_passes() {
     let failures: Vec<String> = cases
         .iter()
         .filter_map(|case| {
-            check(case).err().map(|why| format!("{} {} {}: {why}", case["id"], case["op"], case["args"]))
+            check(case)
+                .err()
+                .map(|why| format!("{} {} {}: {why}", case["id"], case["op"], case["args"]))
         })
         .collect();
-    assert!(failures.is_empty(), "{} of {} cases failed:\n{}", failures.len(), cases.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases failed:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
 }

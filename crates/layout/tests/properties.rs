@@ -7,7 +7,12 @@ use retile_layout::*;
 const CASES: u32 = 2000;
 
 fn config() -> ProptestConfig {
-    ProptestConfig { cases: CASES, max_global_rejects: 1 << 20, failure_persistence: None, ..ProptestConfig::default() }
+    ProptestConfig {
+        cases: CASES,
+        max_global_rejects: 1 << 20,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    }
 }
 
 /// A shape of rank 1..=3 whose modes may nest one level.
@@ -32,27 +37,33 @@ fn with_leaves(shape: &IntTuple, values: &mut impl Iterator<Item = i64>) -> IntT
 fn any_layout() -> impl Strategy<Value = Layout> {
     shape().prop_flat_map(|s| {
         let n = s.leaves().len();
-        prop::collection::vec(-4i64..=24, n).prop_map(move |d| Layout::new(s.clone(), with_leaves(&s, &mut d.into_iter())).unwrap())
+        prop::collection::vec(-4i64..=24, n)
+            .prop_map(move |d| Layout::new(s.clone(), with_leaves(&s, &mut d.into_iter())).unwrap())
     })
 }
 
 /// An injective layout whose sorted strides divide evenly: the modes are
 /// laid out in a random order, each stride the previous extent times a gap.
 fn injective_layout() -> impl Strategy<Value = Layout> {
-    shape().prop_flat_map(|s| {
-        let n = s.leaves().len();
-        (Just(s), Just(n).prop_shuffle_order(n), prop::collection::vec(prop_oneof![4 => Just(1i64), 1 => Just(2), 1 => Just(3)], n))
-    })
-    .prop_map(|(s, order, gaps)| {
-        let extents = s.leaves();
-        let mut strides = vec![0; extents.len()];
-        let mut covered = 1;
-        for (&k, gap) in order.iter().zip(gaps) {
-            strides[k] = covered * gap;
-            covered = strides[k] * extents[k];
-        }
-        Layout::new(s.clone(), with_leaves(&s, &mut strides.into_iter())).unwrap()
-    })
+    shape()
+        .prop_flat_map(|s| {
+            let n = s.leaves().len();
+            (
+                Just(s),
+                Just(n).prop_shuffle_order(n),
+                prop::collection::vec(prop_oneof![4 => Just(1i64), 1 => Just(2), 1 => Just(3)], n),
+            )
+        })
+        .prop_map(|(s, order, gaps)| {
+            let extents = s.leaves();
+            let mut strides = vec![0; extents.len()];
+            let mut covered = 1;
+            for (&k, gap) in order.iter().zip(gaps) {
+                strides[k] = covered * gap;
+                covered = strides[k] * extents[k];
+            }
+            Layout::new(s.clone(), with_leaves(&s, &mut strides.into_iter())).unwrap()
+        })
 }
 
 trait ShuffleOrder {
@@ -70,11 +81,15 @@ impl ShuffleOrder for Just<usize> {
 fn pow2_layout() -> impl Strategy<Value = Layout> {
     shape().prop_flat_map(|s| {
         let n = s.leaves().len();
-        (prop::collection::vec(0u32..=3, n), prop::collection::vec(0u32..=5, n)).prop_map(move |(e, d)| {
-            let shape = with_leaves(&s, &mut e.into_iter().map(|x| 1i64 << x));
-            let stride = with_leaves(&s, &mut d.into_iter().map(|x| 1i64 << x));
-            Layout::new(shape, stride).unwrap()
-        })
+        (
+            prop::collection::vec(0u32..=3, n),
+            prop::collection::vec(0u32..=5, n),
+        )
+            .prop_map(move |(e, d)| {
+                let shape = with_leaves(&s, &mut e.into_iter().map(|x| 1i64 << x));
+                let stride = with_leaves(&s, &mut d.into_iter().map(|x| 1i64 << x));
+                Layout::new(shape, stride).unwrap()
+            })
     })
 }
 
@@ -82,13 +97,21 @@ fn pow2_layout() -> impl Strategy<Value = Layout> {
 /// disjoint bits, so composing it with any power-of-two layout is exact.
 fn pow2_injective() -> impl Strategy<Value = Layout> {
     injective_layout().prop_map(|l| {
-        let modes: Vec<(i64, i64)> = l.flat_modes().iter().map(|&(s, d)| ((s as u64).next_power_of_two() as i64, d)).collect();
+        let modes: Vec<(i64, i64)> = l
+            .flat_modes()
+            .iter()
+            .map(|&(s, d)| ((s as u64).next_power_of_two() as i64, d))
+            .collect();
         let mut order: Vec<usize> = (0..modes.len()).collect();
         order.sort_by_key(|&k| modes[k].1);
         let mut strides = vec![0; modes.len()];
         let mut covered = 1;
         for k in order {
-            let gap = if modes[k].1 > 0 && modes[k].1 % 3 == 0 { 2 } else { 1 };
+            let gap = if modes[k].1 > 0 && modes[k].1 % 3 == 0 {
+                2
+            } else {
+                1
+            };
             strides[k] = covered * gap;
             covered = strides[k] * modes[k].0;
         }
@@ -110,7 +133,11 @@ fn same_shape_pair() -> impl Strategy<Value = (Layout, Layout)> {
             strides[k] = covered;
             covered *= modes[k].0;
         }
-        let b = Layout::new(a.shape().clone(), with_leaves(&a.shape(), &mut strides.into_iter())).unwrap();
+        let b = Layout::new(
+            a.shape().clone(),
+            with_leaves(&a.shape(), &mut strides.into_iter()),
+        )
+        .unwrap();
         (a, b)
     })
 }
@@ -294,32 +321,84 @@ fn the_notes_examples_hold() {
     let l = |t: &str| t.parse::<Layout>().unwrap();
     let m24 = IntTuple::Int(24);
     assert_eq!(l("8:1").eval(9).unwrap(), 9);
-    assert_eq!(idx2crd(9, &"(2,4)".parse().unwrap()).unwrap().to_string(), "(1,4)");
+    assert_eq!(
+        idx2crd(9, &"(2,4)".parse().unwrap()).unwrap().to_string(),
+        "(1,4)"
+    );
     assert_eq!(l("4:-1").cosize().unwrap(), 4);
     assert_eq!(coalesce(&l("(1,1):(3,5)")).unwrap().to_string(), "1:0");
-    assert_eq!(complement(&l("(2,2):(1,4)"), &m24).unwrap().to_string(), "(2,3):(2,8)");
-    assert_eq!(complement(&l("(3,2):(2,12)"), &m24).unwrap().to_string(), "(2,2):(1,6)");
-    assert_eq!(complement(&l("4:2"), &m24).unwrap().to_string(), "(2,3):(1,8)");
-    assert!(matches!(composition(&l("(4,3):(1,5)"), &l("6:1")), Err(LayoutError::ShapeDivisibility { .. })));
+    assert_eq!(
+        complement(&l("(2,2):(1,4)"), &m24).unwrap().to_string(),
+        "(2,3):(2,8)"
+    );
+    assert_eq!(
+        complement(&l("(3,2):(2,12)"), &m24).unwrap().to_string(),
+        "(2,2):(1,6)"
+    );
+    assert_eq!(
+        complement(&l("4:2"), &m24).unwrap().to_string(),
+        "(2,3):(1,8)"
+    );
+    assert!(matches!(
+        composition(&l("(4,3):(1,5)"), &l("6:1")),
+        Err(LayoutError::ShapeDivisibility { .. })
+    ));
     let t: Tiler = "<2:2,3:1>".parse().unwrap();
-    assert_eq!(composition_tiler(&l("(4,6,8):(1,5,100)"), &t).unwrap().to_string(), "(2,3):(2,5)");
+    assert_eq!(
+        composition_tiler(&l("(4,6,8):(1,5,100)"), &t)
+            .unwrap()
+            .to_string(),
+        "(2,3):(2,5)"
+    );
     let t: Tiler = "4:2".parse().unwrap();
-    assert_eq!(logical_divide(&l("(4,2,3):(2,1,8)"), &t).unwrap().to_string(), "((2,2),(2,3)):((4,1),(2,8))");
+    assert_eq!(
+        logical_divide(&l("(4,2,3):(2,1,8)"), &t)
+            .unwrap()
+            .to_string(),
+        "((2,2),(2,3)):((4,1),(2,8))"
+    );
     let b: Tiler = "(2,2):(1,2)".parse().unwrap();
-    assert_eq!(logical_product(&l("(2,2):(1,2)"), &b).unwrap().to_string(), "((2,2),(2,2)):((1,2),(4,8))");
-    assert_eq!(blocked_product(&l("(2,2):(1,2)"), &l("(2,2):(1,2)")).unwrap().to_string(), "((2,2),(2,2)):((1,4),(2,8))");
-    assert_eq!(blocked_product(&l("4:1"), &l("(2,3):(1,2)")).unwrap().to_string(), "((4,2),(1,3)):((1,4),(0,8))");
-    assert_eq!(left_inverse(&l("(4,2):(1,5)")).unwrap().to_string(), "(5,2):(1,4)");
+    assert_eq!(
+        logical_product(&l("(2,2):(1,2)"), &b).unwrap().to_string(),
+        "((2,2),(2,2)):((1,2),(4,8))"
+    );
+    assert_eq!(
+        blocked_product(&l("(2,2):(1,2)"), &l("(2,2):(1,2)"))
+            .unwrap()
+            .to_string(),
+        "((2,2),(2,2)):((1,4),(2,8))"
+    );
+    assert_eq!(
+        blocked_product(&l("4:1"), &l("(2,3):(1,2)"))
+            .unwrap()
+            .to_string(),
+        "((4,2),(1,3)):((1,4),(0,8))"
+    );
+    assert_eq!(
+        left_inverse(&l("(4,2):(1,5)")).unwrap().to_string(),
+        "(5,2):(1,4)"
+    );
     let t: Tiler = "<2,_,3>".parse().unwrap();
-    assert!(matches!(logical_divide(&l("(4,6):(1,4)"), &t), Err(LayoutError::TooManyModes { .. })));
+    assert!(matches!(
+        logical_divide(&l("(4,6):(1,4)"), &t),
+        Err(LayoutError::TooManyModes { .. })
+    ));
 }
 
 #[test]
 fn overflow_is_an_error_not_a_wrap() {
     let big: Layout = "(2147483648,2147483648):(1,4294967296)".parse().unwrap();
-    assert!(matches!(big.eval(i64::MAX), Err(LayoutError::Overflow { .. })));
-    assert!("(4294967296,4294967296,4):(1,1,1)".parse::<Layout>().is_err());
+    assert!(matches!(
+        big.eval(i64::MAX),
+        Err(LayoutError::Overflow { .. })
+    ));
+    assert!("(4294967296,4294967296,4):(1,1,1)"
+        .parse::<Layout>()
+        .is_err());
     let wide: Layout = "2:4611686018427387904".parse().unwrap();
     assert!(matches!(wide.eval(2), Err(LayoutError::Overflow { .. })));
-    assert!(matches!(complement(&wide, &IntTuple::Int(i64::MAX)), Err(LayoutError::Overflow { .. })));
+    assert!(matches!(
+        complement(&wide, &IntTuple::Int(i64::MAX)),
+        Err(LayoutError::Overflow { .. })
+    ));
 }

@@ -16,13 +16,19 @@ const SIDE: u64 = 2048;
 const BLOCK_PLANES: u64 = 64;
 
 fn planes() -> u64 {
-    std::env::var("RETILE_BENCH_PLANES").ok().and_then(|v| v.parse().ok()).unwrap_or(1024)
+    std::env::var("RETILE_BENCH_PLANES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1024)
 }
 
 /// A block of input planes with distinct values, made once, appended repeatedly.
 fn source_block() -> Vec<u8> {
     let n = (BLOCK_PLANES * SIDE * SIDE * 2) as usize;
-    (0..n).into_par_iter().map(|i| (i as u32).wrapping_mul(2654435761).to_le_bytes()[2]).collect()
+    (0..n)
+        .into_par_iter()
+        .map(|i| (i as u32).wrapping_mul(2654435761).to_le_bytes()[2])
+        .collect()
 }
 
 /// GB/s of a 2-thread memcpy of `planes` planes, block by block.
@@ -33,7 +39,9 @@ fn memcpy_gbps(src: &[u8], planes: u64, pool: &rayon::ThreadPool) -> f64 {
     let started = Instant::now();
     for _ in 0..repeats {
         pool.install(|| {
-            dst.par_chunks_mut(half).zip(src.par_chunks(half)).for_each(|(d, s)| d.copy_from_slice(s));
+            dst.par_chunks_mut(half)
+                .zip(src.par_chunks(half))
+                .for_each(|(d, s)| d.copy_from_slice(s));
         });
     }
     (repeats * src.len() as u64) as f64 / started.elapsed().as_secs_f64() / 1e9
@@ -64,8 +72,14 @@ fn tiling(src: &[u8], planes: u64, tile: &[u64], sink: Box<dyn Sink>) -> Rates {
     }
     let summary = stream.finish().expect("finish");
     let overall = summary.bytes as f64 / started.elapsed().as_secs_f64() / 1e9;
-    let steady = steady_from.map_or(overall, |(t, b)| (summary.bytes - b) as f64 / t.elapsed().as_secs_f64() / 1e9);
-    Rates { steady, overall, summary }
+    let steady = steady_from.map_or(overall, |(t, b)| {
+        (summary.bytes - b) as f64 / t.elapsed().as_secs_f64() / 1e9
+    });
+    Rates {
+        steady,
+        overall,
+        summary,
+    }
 }
 
 /// Writes dirty pages to disk so that one disk measurement does not pay
@@ -80,7 +94,9 @@ fn file_write_gbps(dir: &Path, bytes: u64, chunk: usize) -> f64 {
     let data = vec![5u8; chunk];
     let files = (bytes / chunk as u64) as usize;
     let started = Instant::now();
-    (0..files).into_par_iter().for_each(|i| std::fs::write(dir.join(format!("f{i}")), &data).expect("write"));
+    (0..files)
+        .into_par_iter()
+        .for_each(|i| std::fs::write(dir.join(format!("f{i}")), &data).expect("write"));
     bytes as f64 / started.elapsed().as_secs_f64() / 1e9
 }
 
@@ -95,7 +111,11 @@ fn numpy_gbps(root: &Path, shape: &str, tile: &str) -> Option<f64> {
         .ok()?;
     let text = String::from_utf8(out.stdout).ok()?;
     let line = text.lines().find(|l| l.contains("numpy_tiling"))?;
-    line.split_whitespace().last()?.parse::<f64>().ok().map(|v| v / 2.0)
+    line.split_whitespace()
+        .last()?
+        .parse::<f64>()
+        .ok()
+        .map(|v| v / 2.0)
 }
 
 fn row(name: &str, ours: f64, peer: f64, target: f64) {
@@ -107,11 +127,20 @@ fn row(name: &str, ours: f64, peer: f64, target: f64) {
 fn main() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let planes = planes();
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().expect("pool");
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(2)
+        .build()
+        .expect("pool");
     let src = source_block();
     let memcpy = memcpy_gbps(&src, planes, &pool);
-    println!("{planes} planes of {SIDE}x{SIDE} u16 ({:.1} GB); GB/s of input bytes", (planes * SIDE * SIDE * 2) as f64 / 1e9);
-    println!("{:<44} {:>8} {:>8} {:>7}", "case", "retile", "peer", "ratio");
+    println!(
+        "{planes} planes of {SIDE}x{SIDE} u16 ({:.1} GB); GB/s of input bytes",
+        (planes * SIDE * SIDE * 2) as f64 / 1e9
+    );
+    println!(
+        "{:<44} {:>8} {:>8} {:>7}",
+        "case", "retile", "peer", "ratio"
+    );
     let cube = [64, 64, 64];
     let thin = [256, 256, 1];
     let cube_rates = tiling(&src, planes, &cube, Box::new(NullSink));
@@ -120,7 +149,12 @@ fn main() {
     row("  same, setup included", cube_rates.overall, memcpy, 0.8);
     let thin_rates = tiling(&src, planes, &thin, Box::new(NullSink));
     let thin_gbps = thin_rates.steady;
-    row("tiling 256x256x1 / memcpy (2 threads)", thin_gbps, memcpy, 0.8);
+    row(
+        "tiling 256x256x1 / memcpy (2 threads)",
+        thin_gbps,
+        memcpy,
+        0.8,
+    );
     row("  same, setup included", thin_rates.overall, memcpy, 0.8);
     match numpy_gbps(&root, "64,2048,2048", "64,64,64") {
         Some(np) => row("tiling 64^3 / numpy tiling", cube_gbps, np, 1.5),
@@ -133,17 +167,33 @@ fn main() {
     let zarr_planes = planes.min(256);
     let zarr_bytes = zarr_planes * SIDE * SIDE * 2;
     flush_page_cache();
-    let options = ZarrOptions { path: dir.path().join("bench.zarr"), ..Default::default() };
+    let options = ZarrOptions {
+        path: dir.path().join("bench.zarr"),
+        ..Default::default()
+    };
     let zarr = tiling(&src, zarr_planes, &cube, Box::new(ZarrSink::new(options)));
     flush_page_cache();
     let files = file_write_gbps(dir.path(), zarr_bytes, 64 * 64 * 64 * 2);
-    row(&format!("zarr (codec none, {zarr_planes} planes) / memcpy"), zarr.overall, memcpy, 0.5);
-    row("zarr / writing the same bytes as plain files", zarr.overall, files, 0.8);
+    row(
+        &format!("zarr (codec none, {zarr_planes} planes) / memcpy"),
+        zarr.overall,
+        memcpy,
+        0.5,
+    );
+    row(
+        "zarr / writing the same bytes as plain files",
+        zarr.overall,
+        files,
+        0.8,
+    );
     let short = tiling(&src, planes / 8, &cube, Box::new(NullSink)).summary;
     let long = cube_rates.summary;
     println!(
         "tile buffers at {} planes: {:.1} MB; at {} planes: {:.1} MB",
-        planes / 8, short.buffer_bytes as f64 / 1e6, long.planes, long.buffer_bytes as f64 / 1e6
+        planes / 8,
+        short.buffer_bytes as f64 / 1e6,
+        long.planes,
+        long.buffer_bytes as f64 / 1e6
     );
     let _ = thin_rates.summary;
 }

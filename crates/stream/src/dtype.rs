@@ -120,10 +120,16 @@ impl FromStr for DType {
     type Err = StreamError;
 
     fn from_str(text: &str) -> Result<Self, StreamError> {
-        ALL.iter().find(|e| e.1 == text || e.2 == text).map(|e| e.0).ok_or_else(|| {
-            let names: Vec<&str> = ALL.iter().map(|e| e.1).collect();
-            StreamError::Invalid(format!("unknown dtype '{text}'; use one of {}", names.join(" ")))
-        })
+        ALL.iter()
+            .find(|e| e.1 == text || e.2 == text)
+            .map(|e| e.0)
+            .ok_or_else(|| {
+                let names: Vec<&str> = ALL.iter().map(|e| e.1).collect();
+                StreamError::Invalid(format!(
+                    "unknown dtype '{text}'; use one of {}",
+                    names.join(" ")
+                ))
+            })
     }
 }
 

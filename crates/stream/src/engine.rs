@@ -49,8 +49,14 @@ impl Summary {
 }
 
 enum Job {
-    Epoch { index: u64, planes: u64, buffer: Vec<u8> },
-    Finish { planes: u64 },
+    Epoch {
+        index: u64,
+        planes: u64,
+        buffer: Vec<u8>,
+    },
+    Finish {
+        planes: u64,
+    },
 }
 
 /// The sink's thread and the channels to it.
@@ -68,9 +74,18 @@ impl Worker {
             let mut busy = Duration::ZERO;
             while let Ok(job) = job_rx.recv() {
                 match job {
-                    Job::Epoch { index, planes, buffer } => {
+                    Job::Epoch {
+                        index,
+                        planes,
+                        buffer,
+                    } => {
                         let started = Instant::now();
-                        let result = sink.write_epoch(&Epoch { index, planes, tiles: &buffer, plan: &plan });
+                        let result = sink.write_epoch(&Epoch {
+                            index,
+                            planes,
+                            tiles: &buffer,
+                            plan: &plan,
+                        });
                         busy += started.elapsed();
                         if back.send(result.map(|()| buffer)).is_err() {
                             break;
@@ -79,9 +94,15 @@ impl Worker {
                     Job::Finish { planes } => return sink.finish(planes).map(|()| busy),
                 }
             }
-            Err(StreamError::Sink("the stream was dropped before finish".into()))
+            Err(StreamError::Sink(
+                "the stream was dropped before finish".into(),
+            ))
         });
-        Worker { jobs, returned, handle }
+        Worker {
+            jobs,
+            returned,
+            handle,
+        }
     }
 }
 
@@ -109,10 +130,19 @@ pub struct TileStream {
 impl TileStream {
     /// A stream of `spec` filled with `fill` (the bytes of one element) where
     /// tiles are padded, using `threads` threads (0 = all cores), writing to `sink`.
-    pub fn new(spec: StreamSpec, fill: &[u8], threads: usize, mut sink: Box<dyn Sink>) -> Result<TileStream, StreamError> {
+    pub fn new(
+        spec: StreamSpec,
+        fill: &[u8],
+        threads: usize,
+        mut sink: Box<dyn Sink>,
+    ) -> Result<TileStream, StreamError> {
         let esize = spec.dtype().size();
         if fill.len() != esize {
-            return Err(StreamError::Invalid(format!("the fill value has {} bytes; a {} element has {esize}", fill.len(), spec.dtype())));
+            return Err(StreamError::Invalid(format!(
+                "the fill value has {} bytes; a {} element has {esize}",
+                fill.len(),
+                spec.dtype()
+            )));
         }
         let plan = StreamPlan::new(&spec)?;
         let geometry = Geometry::new(&plan);
@@ -182,7 +212,8 @@ impl TileStream {
             let mut buf = self.take_buffer()?;
             let started = Instant::now();
             let (geometry, cursor) = (&self.geometry, self.cursor);
-            self.pool.install(|| geometry.scatter(&mut buf, cursor, &src[..n], n >= PARALLEL_BYTES));
+            self.pool
+                .install(|| geometry.scatter(&mut buf, cursor, &src[..n], n >= PARALLEL_BYTES));
             self.current = Some(buf);
             self.summary.scatter_seconds += started.elapsed().as_secs_f64();
             self.cursor += n;
@@ -204,7 +235,9 @@ impl TileStream {
         let worker = self.worker.as_ref().ok_or(StreamError::Finished)?;
         match worker.returned.try_recv() {
             Ok(result) => return result,
-            Err(TryRecvError::Disconnected) => return Err(StreamError::Sink("the sink thread stopped".into())),
+            Err(TryRecvError::Disconnected) => {
+                return Err(StreamError::Sink("the sink thread stopped".into()))
+            }
             Err(TryRecvError::Empty) => {}
         }
         if self.allocated < 2 {
@@ -214,7 +247,10 @@ impl TileStream {
             return Ok(self.pool.install(|| filled(bytes, &self.fill)));
         }
         let waited = Instant::now();
-        let result = worker.returned.recv().map_err(|_| StreamError::Sink("the sink thread stopped".into()))?;
+        let result = worker
+            .returned
+            .recv()
+            .map_err(|_| StreamError::Sink("the sink thread stopped".into()))?;
         self.summary.wait_seconds += waited.elapsed().as_secs_f64();
         result
     }
@@ -234,7 +270,11 @@ impl TileStream {
         let worker = self.worker.as_ref().ok_or(StreamError::Finished)?;
         worker
             .jobs
-            .send(Job::Epoch { index: self.epoch, planes, buffer })
+            .send(Job::Epoch {
+                index: self.epoch,
+                planes,
+                buffer,
+            })
             .map_err(|_| StreamError::Sink("the sink thread stopped".into()))?;
         self.summary.epochs += 1;
         self.summary.tiles += self.plan.m();
@@ -253,11 +293,18 @@ impl TileStream {
         let plane_bytes = self.plane_bytes();
         let partial = self.cursor as u64 % plane_bytes;
         let planes_here = self.cursor as u64 / plane_bytes;
-        let shipped = if planes_here > 0 { self.ship(planes_here) } else { Ok(()) };
+        let shipped = if planes_here > 0 {
+            self.ship(planes_here)
+        } else {
+            Ok(())
+        };
         let planes = self.taken / plane_bytes;
         let worker = self.worker.take().ok_or(StreamError::Finished)?;
         let sent = worker.jobs.send(Job::Finish { planes });
-        let joined = worker.handle.join().map_err(|_| StreamError::Sink("the sink thread panicked".into()));
+        let joined = worker
+            .handle
+            .join()
+            .map_err(|_| StreamError::Sink("the sink thread panicked".into()));
         shipped?;
         while let Ok(result) = worker.returned.try_recv() {
             result?;
@@ -268,9 +315,14 @@ impl TileStream {
         self.summary.planes = planes;
         self.summary.seconds = self.started.elapsed().as_secs_f64();
         if partial > 0 {
-            return Err(StreamError::PartialPlane { planes, bytes: partial });
+            return Err(StreamError::PartialPlane {
+                planes,
+                bytes: partial,
+            });
         }
-        if let Some(expected) = (!self.plan.spec().is_unbounded()).then(|| self.plan.spec().shape()[0]) {
+        if let Some(expected) =
+            (!self.plan.spec().is_unbounded()).then(|| self.plan.spec().shape()[0])
+        {
             if planes < expected {
                 return Err(StreamError::ShortInput { planes, expected });
             }
@@ -286,11 +338,13 @@ pub(crate) fn filled(bytes: usize, fill: &[u8]) -> Vec<u8> {
     use rayon::prelude::*;
     if fill.iter().all(|&b| b == fill[0]) {
         let mut out = Vec::with_capacity(bytes);
-        out.spare_capacity_mut().par_chunks_mut(1 << 20).for_each(|chunk| {
-            chunk.iter_mut().for_each(|b| {
-                b.write(fill[0]);
-            })
-        });
+        out.spare_capacity_mut()
+            .par_chunks_mut(1 << 20)
+            .for_each(|chunk| {
+                chunk.iter_mut().for_each(|b| {
+                    b.write(fill[0]);
+                })
+            });
         // SAFETY: every byte of the capacity was just initialised.
         unsafe { out.set_len(bytes) };
         return out;
@@ -303,4 +357,3 @@ pub(crate) fn filled(bytes: usize, fill: &[u8]) -> Vec<u8> {
     }
     out
 }
-

@@ -13,8 +13,21 @@
 ///
 /// # Safety
 /// Every run must lie inside its allocation; destinations must not overlap sources.
-pub(crate) unsafe fn copy_runs(dst: *mut u8, dst_stride: usize, src: *const u8, src_stride: usize, rows: usize, width: usize) {
-    unsafe fn fixed<const W: usize>(dst: *mut u8, ds: usize, src: *const u8, ss: usize, rows: usize) {
+pub(crate) unsafe fn copy_runs(
+    dst: *mut u8,
+    dst_stride: usize,
+    src: *const u8,
+    src_stride: usize,
+    rows: usize,
+    width: usize,
+) {
+    unsafe fn fixed<const W: usize>(
+        dst: *mut u8,
+        ds: usize,
+        src: *const u8,
+        ss: usize,
+        rows: usize,
+    ) {
         for g in 0..rows {
             let v = std::ptr::read_unaligned(src.add(g * ss) as *const [u8; W]);
             std::ptr::write_unaligned(dst.add(g * ds) as *mut [u8; W], v);
@@ -25,7 +38,9 @@ pub(crate) unsafe fn copy_runs(dst: *mut u8, dst_stride: usize, src: *const u8, 
         2 => fixed::<2>(dst, dst_stride, src, src_stride, rows),
         4 => fixed::<4>(dst, dst_stride, src, src_stride, rows),
         8 => fixed::<8>(dst, dst_stride, src, src_stride, rows),
-        _ if dst_stride == width && src_stride == width => std::ptr::copy_nonoverlapping(src, dst, rows * width),
+        _ if dst_stride == width && src_stride == width => {
+            std::ptr::copy_nonoverlapping(src, dst, rows * width)
+        }
         _ => {
             for g in 0..rows {
                 stream_run(dst.add(g * dst_stride), src.add(g * src_stride), width);
@@ -46,7 +61,10 @@ unsafe fn stream_run(dst: *mut u8, src: *const u8, width: usize) {
         use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_stream_si128};
         if width % 64 == 0 && (dst as usize) % 16 == 0 {
             for k in (0..width).step_by(16) {
-                _mm_stream_si128(dst.add(k) as *mut __m128i, _mm_loadu_si128(src.add(k) as *const __m128i));
+                _mm_stream_si128(
+                    dst.add(k) as *mut __m128i,
+                    _mm_loadu_si128(src.add(k) as *const __m128i),
+                );
             }
             return;
         }
@@ -69,19 +87,41 @@ pub(crate) fn store_fence() {
 ///
 /// # Safety
 /// Every run must lie inside its allocation; destinations must not overlap sources.
-pub(crate) unsafe fn copy_columns(dst: *mut u8, dst_step: usize, src: *const u8, src_stride: usize, rows: usize, columns: usize, width: usize) {
+pub(crate) unsafe fn copy_columns(
+    dst: *mut u8,
+    dst_step: usize,
+    src: *const u8,
+    src_stride: usize,
+    rows: usize,
+    columns: usize,
+    width: usize,
+) {
     let mut done = 0;
     #[cfg(target_arch = "x86_64")]
     if matches!(width, 1 | 2 | 4 | 8) {
         done = simd::transpose_columns(dst, dst_step, src, src_stride, rows, columns, width);
     }
     for c in done..columns {
-        copy_runs(dst.add(c * dst_step), width, src.add(c * width), src_stride, rows, width);
+        copy_runs(
+            dst.add(c * dst_step),
+            width,
+            src.add(c * width),
+            src_stride,
+            rows,
+            width,
+        );
     }
     for c in 0..done {
         let tail = rows - rows % (16 / width);
         if tail < rows {
-            copy_runs(dst.add(c * dst_step + tail * width), width, src.add(tail * src_stride + c * width), src_stride, rows - tail, width);
+            copy_runs(
+                dst.add(c * dst_step + tail * width),
+                width,
+                src.add(tail * src_stride + c * width),
+                src_stride,
+                rows - tail,
+                width,
+            );
         }
     }
 }
@@ -125,16 +165,26 @@ mod simd {
     /// prefetch). With `STREAM` the stores bypass the cache: worth it when
     /// the `K` columns' lines fit the write-combining buffers.
     #[inline(always)]
-    unsafe fn blocks<const K: usize, const W: usize, const STREAM: bool>(dst: *mut u8, dst_step: usize, src: *const u8, src_stride: usize, rows: usize, columns: usize) {
+    unsafe fn blocks<const K: usize, const W: usize, const STREAM: bool>(
+        dst: *mut u8,
+        dst_step: usize,
+        src: *const u8,
+        src_stride: usize,
+        rows: usize,
+        columns: usize,
+    ) {
         for c0 in (0..columns).step_by(K) {
             for g0 in (0..rows).step_by(K) {
                 let mut regs = [_mm_setzero_si128(); K];
                 for (i, reg) in regs.iter_mut().enumerate() {
                     let ahead = g0 + 2 * K + i;
                     if ahead < rows {
-                        _mm_prefetch::<_MM_HINT_T0>(src.add(ahead * src_stride + c0 * W) as *const i8);
+                        _mm_prefetch::<_MM_HINT_T0>(
+                            src.add(ahead * src_stride + c0 * W) as *const i8
+                        );
                     }
-                    *reg = _mm_loadu_si128(src.add((g0 + i) * src_stride + c0 * W) as *const __m128i);
+                    *reg =
+                        _mm_loadu_si128(src.add((g0 + i) * src_stride + c0 * W) as *const __m128i);
                 }
                 transpose::<K, W>(&mut regs);
                 for (j, reg) in regs.iter().enumerate() {
@@ -151,17 +201,37 @@ mod simd {
 
     /// Transposes whole `k x k` blocks (`k = 16 / width`); returns how many
     /// columns it covered (rows past the last whole block are left to the caller).
-    pub(super) unsafe fn transpose_columns(dst: *mut u8, dst_step: usize, src: *const u8, src_stride: usize, rows: usize, columns: usize, width: usize) -> usize {
+    pub(super) unsafe fn transpose_columns(
+        dst: *mut u8,
+        dst_step: usize,
+        src: *const u8,
+        src_stride: usize,
+        rows: usize,
+        columns: usize,
+        width: usize,
+    ) -> usize {
         let k = 16 / width;
         let (full_columns, full_rows) = (columns - columns % k, rows - rows % k);
         let aligned = (dst as usize) % 16 == 0 && dst_step % 16 == 0;
         match (width, aligned) {
-            (1, _) => blocks::<16, 1, false>(dst, dst_step, src, src_stride, full_rows, full_columns),
-            (2, _) => blocks::<8, 2, false>(dst, dst_step, src, src_stride, full_rows, full_columns),
-            (4, true) => blocks::<4, 4, true>(dst, dst_step, src, src_stride, full_rows, full_columns),
-            (4, false) => blocks::<4, 4, false>(dst, dst_step, src, src_stride, full_rows, full_columns),
-            (_, true) => blocks::<2, 8, true>(dst, dst_step, src, src_stride, full_rows, full_columns),
-            (_, false) => blocks::<2, 8, false>(dst, dst_step, src, src_stride, full_rows, full_columns),
+            (1, _) => {
+                blocks::<16, 1, false>(dst, dst_step, src, src_stride, full_rows, full_columns)
+            }
+            (2, _) => {
+                blocks::<8, 2, false>(dst, dst_step, src, src_stride, full_rows, full_columns)
+            }
+            (4, true) => {
+                blocks::<4, 4, true>(dst, dst_step, src, src_stride, full_rows, full_columns)
+            }
+            (4, false) => {
+                blocks::<4, 4, false>(dst, dst_step, src, src_stride, full_rows, full_columns)
+            }
+            (_, true) => {
+                blocks::<2, 8, true>(dst, dst_step, src, src_stride, full_rows, full_columns)
+            }
+            (_, false) => {
+                blocks::<2, 8, false>(dst, dst_step, src, src_stride, full_rows, full_columns)
+            }
         }
         full_columns
     }

@@ -34,22 +34,43 @@ impl StreamSpec {
     pub fn new(dtype: DType, shape: Vec<u64>, tile: Vec<u64>) -> Result<StreamSpec, StreamError> {
         let invalid = |m: String| Err(StreamError::Invalid(m));
         if shape.is_empty() || shape.len() > 16 {
-            return invalid(format!("a stream has 1 to 16 dimensions, not {}", shape.len()));
+            return invalid(format!(
+                "a stream has 1 to 16 dimensions, not {}",
+                shape.len()
+            ));
         }
         if tile.len() != shape.len() {
-            return invalid(format!("the tile has {} dimensions but the shape has {}", tile.len(), shape.len()));
+            return invalid(format!(
+                "the tile has {} dimensions but the shape has {}",
+                tile.len(),
+                shape.len()
+            ));
         }
         if let Some(d) = shape.iter().skip(1).position(|&s| s == 0) {
-            return invalid(format!("dimension {} has extent 0; only the first (slowest) may be 0, meaning unbounded", d + 1));
+            return invalid(format!(
+                "dimension {} has extent 0; only the first (slowest) may be 0, meaning unbounded",
+                d + 1
+            ));
         }
         if let Some(d) = tile.iter().position(|&n| n == 0) {
-            return invalid(format!("tile extent of dimension {d} is 0; every tile extent must be at least 1"));
+            return invalid(format!(
+                "tile extent of dimension {d} is 0; every tile extent must be at least 1"
+            ));
         }
         let spec = StreamSpec { dtype, shape, tile };
         let epoch_elems = spec.plane_elements()?.checked_mul(spec.tile[0]);
-        let tile_bytes = spec.tile.iter().try_fold(dtype.size() as u64, |a, &n| a.checked_mul(n));
-        let total = spec.shape.iter().try_fold(dtype.size() as u64, |a, &s| a.checked_mul(s.max(1)));
-        if [epoch_elems, tile_bytes, total].iter().any(|v| v.is_none_or(|v| v > i64::MAX as u64 / 4)) {
+        let tile_bytes = spec
+            .tile
+            .iter()
+            .try_fold(dtype.size() as u64, |a, &n| a.checked_mul(n));
+        let total = spec
+            .shape
+            .iter()
+            .try_fold(dtype.size() as u64, |a, &s| a.checked_mul(s.max(1)));
+        if [epoch_elems, tile_bytes, total]
+            .iter()
+            .any(|v| v.is_none_or(|v| v > i64::MAX as u64 / 4))
+        {
             return invalid("the shape or tile is too large: sizes must fit in 61 bits".into());
         }
         Ok(spec)
@@ -120,22 +141,44 @@ impl StreamPlan {
     /// Computes the plan: the lifted layout is the logical divide of the
     /// row-major input layout by the tile, mode by mode.
     pub fn new(spec: &StreamSpec) -> Result<StreamPlan, StreamError> {
-        let extents: Vec<u64> = spec.shape.iter().zip(&spec.tile).map(|(&s, &n)| if s == 0 { n } else { s }).collect();
-        let counts = extents.iter().zip(&spec.tile).map(|(&s, &n)| s.div_ceil(n)).collect();
+        let extents: Vec<u64> = spec
+            .shape
+            .iter()
+            .zip(&spec.tile)
+            .map(|(&s, &n)| if s == 0 { n } else { s })
+            .collect();
+        let counts = extents
+            .iter()
+            .zip(&spec.tile)
+            .map(|(&s, &n)| s.div_ceil(n))
+            .collect();
         let fastest_first: Vec<i64> = extents.iter().rev().map(|&s| s as i64).collect();
         let mut strides = Vec::with_capacity(fastest_first.len());
         let mut step = 1i64;
         for &s in &fastest_first {
             strides.push(step);
-            step = step.checked_mul(s).ok_or_else(|| StreamError::Invalid("the shape is too large".into()))?;
+            step = step
+                .checked_mul(s)
+                .ok_or_else(|| StreamError::Invalid("the shape is too large".into()))?;
         }
         let input = Layout::new(to_tuple(&fastest_first), to_tuple(&strides))?;
         let tiler = Tiler::Modes(
-            spec.tile.iter().rev().map(|&n| Layout::vector(n as i64, 1).map(Tiler::Layout)).collect::<Result<_, _>>()?,
+            spec.tile
+                .iter()
+                .rev()
+                .map(|&n| Layout::vector(n as i64, 1).map(Tiler::Layout))
+                .collect::<Result<_, _>>()?,
         );
         let lifted = logical_divide(&input, &tiler)?;
-        let strides = (0..spec.shape.len()).map(|d| lifted_strides_of(spec, &lifted, d)).collect();
-        Ok(StreamPlan { spec: spec.clone(), counts, lifted, strides })
+        let strides = (0..spec.shape.len())
+            .map(|d| lifted_strides_of(spec, &lifted, d))
+            .collect();
+        Ok(StreamPlan {
+            spec: spec.clone(),
+            counts,
+            lifted,
+            strides,
+        })
     }
 
     /// The stream this plans.
@@ -157,17 +200,28 @@ impl StreamPlan {
 
     /// The lifted shape, slowest first: `[t_0, n_0, t_1, n_1, ...]`.
     pub fn lifted_shape(&self) -> Vec<u64> {
-        self.counts.iter().zip(&self.spec.tile).flat_map(|(&t, &n)| [t, n]).collect()
+        self.counts
+            .iter()
+            .zip(&self.spec.tile)
+            .flat_map(|(&t, &n)| [t, n])
+            .collect()
     }
 
     /// Input strides of the lifted shape, slowest first.
     pub fn lifted_strides(&self) -> Vec<u64> {
-        (0..self.spec.shape.len()).flat_map(|d| { let (sn, st) = self.strides[d]; [st, sn] }).collect()
+        (0..self.spec.shape.len())
+            .flat_map(|d| {
+                let (sn, st) = self.strides[d];
+                [st, sn]
+            })
+            .collect()
     }
 
     /// `C`: how many input indices after its first a full tile receives its last.
     pub fn c(&self) -> u64 {
-        (0..self.spec.shape.len()).map(|d| (self.spec.tile[d] - 1) * self.strides[d].0).sum()
+        (0..self.spec.shape.len())
+            .map(|d| (self.spec.tile[d] - 1) * self.strides[d].0)
+            .sum()
     }
 
     /// `M`: tiles live at once, the product of the tile counts of all
@@ -204,7 +258,11 @@ impl StreamPlan {
     pub fn tile_span(&self, tile: &[u64]) -> Option<TileSpan> {
         let unbounded = self.spec.is_unbounded();
         let inside = tile.len() == self.counts.len()
-            && tile.iter().zip(&self.counts).enumerate().all(|(d, (&t, &n))| t < n || (d == 0 && unbounded));
+            && tile
+                .iter()
+                .zip(&self.counts)
+                .enumerate()
+                .all(|(d, (&t, &n))| t < n || (d == 0 && unbounded));
         inside.then(|| self.span_of(tile))
     }
 
@@ -214,11 +272,19 @@ impl StreamPlan {
         for (d, &t) in tile.iter().enumerate() {
             let (sn, st) = self.strides[d];
             let n = self.spec.tile[d];
-            let s = if self.spec.shape[d] == 0 { u64::MAX } else { self.spec.shape[d] };
+            let s = if self.spec.shape[d] == 0 {
+                u64::MAX
+            } else {
+                self.spec.shape[d]
+            };
             first += t * st;
             extent_span += (n.min(s - t * n) - 1) * sn;
         }
-        TileSpan { tile: tile.to_vec(), first, last: first + extent_span }
+        TileSpan {
+            tile: tile.to_vec(),
+            first,
+            last: first + extent_span,
+        }
     }
 
     /// The tiles in the order they start (and finish), up to `limit`; an
@@ -228,7 +294,12 @@ impl StreamPlan {
         let mut coord = vec![0u64; self.counts.len()];
         while out.len() < limit {
             out.push(self.span_of(&coord));
-            let Some(d) = (0..coord.len()).rev().find(|&d| coord[d] + 1 < self.counts[d]) else { break };
+            let Some(d) = (0..coord.len())
+                .rev()
+                .find(|&d| coord[d] + 1 < self.counts[d])
+            else {
+                break;
+            };
             coord[d] += 1;
             coord[d + 1..].iter_mut().for_each(|c| *c = 0);
         }
@@ -253,9 +324,20 @@ impl StreamPlan {
     pub fn to_json(&self) -> serde_json::Value {
         let listed = self.tiles(MAX_LISTED_TILES);
         let unbounded = self.spec.is_unbounded();
-        let counts: Vec<serde_json::Value> =
-            self.counts.iter().enumerate().map(|(d, &t)| if d == 0 && unbounded { serde_json::Value::Null } else { t.into() }).collect();
-        let mut lifted_shape: Vec<serde_json::Value> = self.lifted_shape().into_iter().map(Into::into).collect();
+        let counts: Vec<serde_json::Value> = self
+            .counts
+            .iter()
+            .enumerate()
+            .map(|(d, &t)| {
+                if d == 0 && unbounded {
+                    serde_json::Value::Null
+                } else {
+                    t.into()
+                }
+            })
+            .collect();
+        let mut lifted_shape: Vec<serde_json::Value> =
+            self.lifted_shape().into_iter().map(Into::into).collect();
         if unbounded {
             lifted_shape[0] = serde_json::Value::Null;
         }
@@ -285,7 +367,10 @@ impl StreamPlan {
 /// extent-1 mode is arbitrary in CuTe; the plan reports the seed's value there.
 fn lifted_strides_of(spec: &StreamSpec, lifted: &Layout, d: usize) -> (u64, u64) {
     let k = spec.shape.len() - 1 - d;
-    let mode = lifted.mode(k).map(|m| m.flat_modes().to_vec()).unwrap_or_default();
+    let mode = lifted
+        .mode(k)
+        .map(|m| m.flat_modes().to_vec())
+        .unwrap_or_default();
     let (n, sn) = mode.first().copied().unwrap_or((1, 0));
     let inner: u64 = spec.shape[d + 1..].iter().product();
     let stride_n = if n == 1 { inner } else { sn as u64 };
@@ -304,19 +389,62 @@ impl fmt::Display for StreamPlan {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let spec = &self.spec;
         let unbounded = spec.is_unbounded();
-        writeln!(f, "stream plan: {} shape {:?} tile {:?} (slowest dimension first{})", spec.dtype, spec.shape, spec.tile, if unbounded { "; 0 = unbounded" } else { "" })?;
-        writeln!(f, "  tile counts     {:?}{}", self.counts, if unbounded { " (first: per epoch; the stream is unbounded)" } else { "" })?;
-        writeln!(f, "  lifted layout   {}  (CuTe, fastest mode first: (n,t):(stride n, stride t))", self.lifted)?;
+        writeln!(
+            f,
+            "stream plan: {} shape {:?} tile {:?} (slowest dimension first{})",
+            spec.dtype,
+            spec.shape,
+            spec.tile,
+            if unbounded { "; 0 = unbounded" } else { "" }
+        )?;
+        writeln!(
+            f,
+            "  tile counts     {:?}{}",
+            self.counts,
+            if unbounded {
+                " (first: per epoch; the stream is unbounded)"
+            } else {
+                ""
+            }
+        )?;
+        writeln!(
+            f,
+            "  lifted layout   {}  (CuTe, fastest mode first: (n,t):(stride n, stride t))",
+            self.lifted
+        )?;
         writeln!(f, "  lifted shape    {:?}", self.lifted_shape())?;
         writeln!(f, "  lifted strides  {:?}", self.lifted_strides())?;
-        writeln!(f, "  C = {}: a tile's last input index is its first + C", self.c())?;
-        writeln!(f, "  M = {} live tiles (ring slots); slot = tile index within its epoch", self.m())?;
-        writeln!(f, "  epoch = {} input elements ({} planes)", self.epoch_elements(), spec.tile[0])?;
+        writeln!(
+            f,
+            "  C = {}: a tile's last input index is its first + C",
+            self.c()
+        )?;
+        writeln!(
+            f,
+            "  M = {} live tiles (ring slots); slot = tile index within its epoch",
+            self.m()
+        )?;
+        writeln!(
+            f,
+            "  epoch = {} input elements ({} planes)",
+            self.epoch_elements(),
+            spec.tile[0]
+        )?;
         let bytes = self.epoch_buffer_bytes();
-        writeln!(f, "  memory: 2 epoch buffers x {} tiles x {} elements x {} B = {} B", self.m(), self.tile_elements(), spec.dtype.size(), 2 * bytes)?;
+        writeln!(
+            f,
+            "  memory: 2 epoch buffers x {} tiles x {} elements x {} B = {} B",
+            self.m(),
+            self.tile_elements(),
+            spec.dtype.size(),
+            2 * bytes
+        )?;
         let padding = self.padding();
         if padding.is_empty() {
-            writeln!(f, "  padding: none (every extent is a multiple of its tile)")?;
+            writeln!(
+                f,
+                "  padding: none (every extent is a multiple of its tile)"
+            )?;
         }
         for (d, r, n) in padding {
             writeln!(f, "  padding: edge tiles of dimension {d} hold {r} of {n}; the rest is the fill value")?;
@@ -324,7 +452,14 @@ impl fmt::Display for StreamPlan {
         let listed = self.tiles(32);
         writeln!(f, "  tiles (first .. last input index -> slot):")?;
         for (i, t) in listed.iter().enumerate() {
-            writeln!(f, "    {:?}  {} .. {}  -> slot {}", t.tile, t.first, t.last, i as u64 % self.m())?;
+            writeln!(
+                f,
+                "    {:?}  {} .. {}  -> slot {}",
+                t.tile,
+                t.first,
+                t.last,
+                i as u64 % self.m()
+            )?;
         }
         if self.tile_total().is_none_or(|t| t > listed.len() as u64) {
             writeln!(f, "    ...")?;

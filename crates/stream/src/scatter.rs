@@ -57,7 +57,10 @@ impl Geometry {
             seg_bytes: tile[rank - 1] * esize,
             tile_bytes,
             row_dims,
-            counts: plan.tile_counts()[1..].iter().map(|&t| t as usize).collect(),
+            counts: plan.tile_counts()[1..]
+                .iter()
+                .map(|&t| t as usize)
+                .collect(),
             tile,
         }
     }
@@ -114,7 +117,12 @@ impl Geometry {
         let target = Target(buf.as_mut_ptr(), buf.len());
         let copy = |&(r, rows): &(usize, usize)| {
             let offset = r * self.row_bytes - start;
-            self.group(target, r, rows, &src[offset..offset + rows * self.row_bytes]);
+            self.group(
+                target,
+                r,
+                rows,
+                &src[offset..offset + rows * self.row_bytes],
+            );
         };
         if parallel && groups.len() > 1 {
             use rayon::prelude::*;
@@ -136,7 +144,9 @@ impl Geometry {
         while at < stop {
             let in_row = at - row_start;
             let column = in_row / self.seg_bytes;
-            let seg_end = (row_start + (column + 1) * self.seg_bytes).min(row_start + self.row_bytes).min(stop);
+            let seg_end = (row_start + (column + 1) * self.seg_bytes)
+                .min(row_start + self.row_bytes)
+                .min(stop);
             let dst = base + column * self.tile_bytes + in_row % self.seg_bytes;
             buf[dst..dst + seg_end - at].copy_from_slice(&src[at - pos..seg_end - pos]);
             at = seg_end;
@@ -150,8 +160,14 @@ impl Geometry {
         let full = self.row_bytes / self.seg_bytes;
         let last_width = self.row_bytes % self.seg_bytes;
         let columns = full + usize::from(last_width > 0);
-        let dst_end = base + (columns - 1) * self.tile_bytes + (rows - 1) * self.seg_bytes + self.seg_bytes.min(self.row_bytes);
-        assert!(dst_end <= target.1 && rows * self.row_bytes <= src.len(), "a group lies inside its buffers");
+        let dst_end = base
+            + (columns - 1) * self.tile_bytes
+            + (rows - 1) * self.seg_bytes
+            + self.seg_bytes.min(self.row_bytes);
+        assert!(
+            dst_end <= target.1 && rows * self.row_bytes <= src.len(),
+            "a group lies inside its buffers"
+        );
         // SAFETY: the block was just checked to lie in both buffers, and the
         // groups of one scatter write disjoint rows of their tiles. Rows go in
         // blocks of at most ROW_BLOCK so that the input rows read at once stay
@@ -161,9 +177,24 @@ impl Geometry {
                 let n = ROW_BLOCK.min(rows - first);
                 let dst = target.0.add(base + first * self.seg_bytes);
                 let from = src.as_ptr().add(first * self.row_bytes);
-                copy_columns(dst, self.tile_bytes, from, self.row_bytes, n, full, self.seg_bytes);
+                copy_columns(
+                    dst,
+                    self.tile_bytes,
+                    from,
+                    self.row_bytes,
+                    n,
+                    full,
+                    self.seg_bytes,
+                );
                 if last_width > 0 {
-                    copy_runs(dst.add(full * self.tile_bytes), self.seg_bytes, from.add(full * self.seg_bytes), self.row_bytes, n, last_width);
+                    copy_runs(
+                        dst.add(full * self.tile_bytes),
+                        self.seg_bytes,
+                        from.add(full * self.seg_bytes),
+                        self.row_bytes,
+                        n,
+                        last_width,
+                    );
                 }
             }
         }

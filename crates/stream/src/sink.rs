@@ -116,7 +116,9 @@ impl MemorySink {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Stored> {
-        self.stored.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.stored
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// The bytes of the tile at `coords` (slowest first), if written.
@@ -154,8 +156,15 @@ impl MemorySink {
                 coord[d] = rest % shape[d];
                 rest /= shape[d];
             }
-            let key: Vec<u64> = coord.iter().zip(&tile).map(|(&x, &n)| (x / n) as u64).collect();
-            let intra = coord.iter().zip(&tile).fold(0, |acc, (&x, &n)| acc * n + x % n);
+            let key: Vec<u64> = coord
+                .iter()
+                .zip(&tile)
+                .map(|(&x, &n)| (x / n) as u64)
+                .collect();
+            let intra = coord
+                .iter()
+                .zip(&tile)
+                .fold(0, |acc, (&x, &n)| acc * n + x % n);
             let t = s.tiles.get(&key)?;
             out[i * esize..(i + 1) * esize].copy_from_slice(&t[intra * esize..(intra + 1) * esize]);
         }
@@ -173,7 +182,8 @@ impl Sink for MemorySink {
         let m = epoch.plan.m() as usize;
         let mut s = self.lock();
         for slot in 0..m {
-            s.tiles.insert(epoch.tile_coords(slot), epoch.tile(slot).to_vec());
+            s.tiles
+                .insert(epoch.tile_coords(slot), epoch.tile(slot).to_vec());
         }
         Ok(())
     }

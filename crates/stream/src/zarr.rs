@@ -35,7 +35,11 @@ impl FromStr for Codec {
     type Err = StreamError;
 
     fn from_str(text: &str) -> Result<Self, StreamError> {
-        let bad = || StreamError::Invalid(format!("unknown codec '{text}'; use none, zstd or zstd:LEVEL (1 to 22)"));
+        let bad = || {
+            StreamError::Invalid(format!(
+                "unknown codec '{text}'; use none, zstd or zstd:LEVEL (1 to 22)"
+            ))
+        };
         match text.split_once(':') {
             None if text == "none" => Ok(Codec::None),
             None if text == "zstd" => Ok(Codec::Zstd(3)),
@@ -79,7 +83,13 @@ impl ZarrSink {
     /// let sink = ZarrSink::new(ZarrOptions { path: "out.zarr".into(), ..Default::default() });
     /// ```
     pub fn new(options: ZarrOptions) -> ZarrSink {
-        ZarrSink { options, array: None, fill: Vec::new(), plan: None, pending: Vec::new() }
+        ZarrSink {
+            options,
+            array: None,
+            fill: Vec::new(),
+            plan: None,
+            pending: Vec::new(),
+        }
     }
 
     fn fail(&self, doing: &str, e: impl std::fmt::Display) -> StreamError {
@@ -87,35 +97,55 @@ impl ZarrSink {
     }
 
     fn array(&self) -> Result<&Array<FilesystemStore>, StreamError> {
-        self.array.as_ref().ok_or_else(|| StreamError::Sink("the Zarr array was not created".into()))
+        self.array
+            .as_ref()
+            .ok_or_else(|| StreamError::Sink("the Zarr array was not created".into()))
     }
 
     /// Sets the array's first extent to the planes written and stores the metadata.
     fn grow(&mut self, planes: u64) -> Result<(), StreamError> {
-        let mut array = self.array.take().ok_or_else(|| StreamError::Sink("the Zarr array was not created".into()))?;
+        let mut array = self
+            .array
+            .take()
+            .ok_or_else(|| StreamError::Sink("the Zarr array was not created".into()))?;
         let mut shape = array.shape().to_vec();
         shape[0] = planes;
-        let result = array.set_shape(shape).map(|_| ()).map_err(|e| self.fail("resizing the array", e));
-        let stored = array.store_metadata().map_err(|e| self.fail("writing the array metadata", e));
+        let result = array
+            .set_shape(shape)
+            .map(|_| ())
+            .map_err(|e| self.fail("resizing the array", e));
+        let stored = array
+            .store_metadata()
+            .map_err(|e| self.fail("writing the array metadata", e));
         self.array = Some(array);
         result.and(stored)
     }
 
     fn write_tiles(&self, epoch: &Epoch<'_>) -> Result<(), StreamError> {
         let array = self.array()?;
-        (0..epoch.plan.m() as usize).into_par_iter().try_for_each(|slot| {
-            let coords = epoch.tile_coords(slot);
-            let bytes = ArrayBytes::new_flen(Cow::Borrowed(epoch.tile(slot)));
-            array.store_chunk(&coords, bytes).map_err(|e| self.fail(&format!("writing chunk {coords:?}"), e))
-        })
+        (0..epoch.plan.m() as usize)
+            .into_par_iter()
+            .try_for_each(|slot| {
+                let coords = epoch.tile_coords(slot);
+                let bytes = ArrayBytes::new_flen(Cow::Borrowed(epoch.tile(slot)));
+                array
+                    .store_chunk(&coords, bytes)
+                    .map_err(|e| self.fail(&format!("writing chunk {coords:?}"), e))
+            })
     }
 
     /// Writes the pending epochs as one row of shards.
     fn write_shards(&mut self, plan: &StreamPlan, shard: &[u64]) -> Result<(), StreamError> {
-        let Some(&(first_epoch, _)) = self.pending.first() else { return Ok(()) };
+        let Some(&(first_epoch, _)) = self.pending.first() else {
+            return Ok(());
+        };
         let layout = ShardLayout::new(plan, shard);
         let array = self.array()?;
-        let grid: Vec<u64> = plan.tile_counts()[1..].iter().zip(&shard[1..]).map(|(&t, &k)| t.div_ceil(k)).collect();
+        let grid: Vec<u64> = plan.tile_counts()[1..]
+            .iter()
+            .zip(&shard[1..])
+            .map(|(&t, &k)| t.div_ceil(k))
+            .collect();
         let shards: u64 = grid.iter().product();
         (0..shards).into_par_iter().try_for_each(|s| {
             let mut coords = vec![first_epoch / shard[0]; grid.len() + 1];
@@ -155,7 +185,12 @@ impl ShardLayout {
     /// The dense C-order bytes of the shard at `coords`.
     fn assemble(&self, coords: &[u64], pending: &[(u64, Vec<u8>)], fill: &[u8]) -> Vec<u8> {
         let rank = self.tile.len();
-        let extent: Vec<usize> = self.tile.iter().zip(&self.shard).map(|(n, k)| n * k).collect();
+        let extent: Vec<usize> = self
+            .tile
+            .iter()
+            .zip(&self.shard)
+            .map(|(n, k)| n * k)
+            .collect();
         let total: usize = extent.iter().product::<usize>() * self.esize;
         let mut out = crate::engine::filled(total, fill);
         let tile_bytes = self.tile.iter().product::<usize>() * self.esize;
@@ -217,20 +252,35 @@ impl Sink for ZarrSink {
         }
         if let Some(names) = &self.options.dimension_names {
             if names.len() != spec.shape().len() {
-                return Err(StreamError::Invalid(format!("{} dimension names for {} dimensions", names.len(), spec.shape().len())));
+                return Err(StreamError::Invalid(format!(
+                    "{} dimension names for {} dimensions",
+                    names.len(),
+                    spec.shape().len()
+                )));
             }
         }
-        std::fs::create_dir_all(&self.options.path).map_err(|e| self.fail("creating the store directory", e))?;
-        let store = Arc::new(FilesystemStore::new(&self.options.path).map_err(|e| self.fail("opening the store", e))?);
+        std::fs::create_dir_all(&self.options.path)
+            .map_err(|e| self.fail("creating the store directory", e))?;
+        let store = Arc::new(
+            FilesystemStore::new(&self.options.path)
+                .map_err(|e| self.fail("opening the store", e))?,
+        );
         let mut shape = spec.shape().to_vec();
         shape[0] = 0;
         let chunk: Vec<u64> = match &self.options.shard {
             Some(k) => spec.tile().iter().zip(k).map(|(n, k)| n * k).collect(),
             None => spec.tile().to_vec(),
         };
-        let mut builder = ArrayBuilder::new(shape, chunk, spec.dtype().zarr_name(), FillValue::new(fill.to_vec()));
+        let mut builder = ArrayBuilder::new(
+            shape,
+            chunk,
+            spec.dtype().zarr_name(),
+            FillValue::new(fill.to_vec()),
+        );
         if let Codec::Zstd(level) = self.options.codec {
-            builder.bytes_to_bytes_codecs(vec![Arc::new(zarrs::array::codec::ZstdCodec::new(level, false))]);
+            builder.bytes_to_bytes_codecs(vec![Arc::new(zarrs::array::codec::ZstdCodec::new(
+                level, false,
+            ))]);
         }
         if self.options.shard.is_some() {
             builder.subchunk_shape(spec.tile().to_vec());
@@ -238,8 +288,12 @@ impl Sink for ZarrSink {
         if let Some(names) = &self.options.dimension_names {
             builder.dimension_names(Some(names.clone()));
         }
-        let array = builder.build(store, "/").map_err(|e| self.fail("creating the array", e))?;
-        array.store_metadata().map_err(|e| self.fail("writing the array metadata", e))?;
+        let array = builder
+            .build(store, "/")
+            .map_err(|e| self.fail("creating the array", e))?;
+        array
+            .store_metadata()
+            .map_err(|e| self.fail("writing the array metadata", e))?;
         self.array = Some(array);
         self.fill = fill.to_vec();
         self.plan = Some(plan.clone());

@@ -14,14 +14,27 @@ fn the_seed_example_plan_comes_out_exactly() {
     let json = plan.to_json();
     assert_eq!(json["tile_counts"], serde_json::json!([2, 2, 2]));
     assert_eq!(json["lifted_shape"], serde_json::json!([2, 2, 2, 2, 2, 3]));
-    assert_eq!(json["lifted_strides"], serde_json::json!([48, 24, 12, 6, 3, 1]));
+    assert_eq!(
+        json["lifted_strides"],
+        serde_json::json!([48, 24, 12, 6, 3, 1])
+    );
     assert_eq!(json["C"], 32);
     assert_eq!(json["M"], 4);
     assert_eq!(json["epoch_elements"], 48);
-    let spans: Vec<(Vec<u64>, u64, u64)> = plan.tiles(100).into_iter().map(|t| (t.tile, t.first, t.last)).collect();
+    let spans: Vec<(Vec<u64>, u64, u64)> = plan
+        .tiles(100)
+        .into_iter()
+        .map(|t| (t.tile, t.first, t.last))
+        .collect();
     let expected = [
-        (vec![0, 0, 0], 0, 32), (vec![0, 0, 1], 3, 35), (vec![0, 1, 0], 12, 44), (vec![0, 1, 1], 15, 47),
-        (vec![1, 0, 0], 48, 80), (vec![1, 0, 1], 51, 83), (vec![1, 1, 0], 60, 92), (vec![1, 1, 1], 63, 95),
+        (vec![0, 0, 0], 0, 32),
+        (vec![0, 0, 1], 3, 35),
+        (vec![0, 1, 0], 12, 44),
+        (vec![0, 1, 1], 15, 47),
+        (vec![1, 0, 0], 48, 80),
+        (vec![1, 0, 1], 51, 83),
+        (vec![1, 1, 0], 60, 92),
+        (vec![1, 1, 1], 63, 95),
     ];
     assert_eq!(spans, expected);
 }
@@ -39,17 +52,33 @@ fn tile_spans_match_a_brute_force_scan_on_ragged_shapes() {
         e.1 = i;
     }
     for span in plan.tiles(1000) {
-        assert_eq!(seen[&span.tile], (span.first, span.last), "tile {:?}", span.tile);
+        assert_eq!(
+            seen[&span.tile],
+            (span.first, span.last),
+            "tile {:?}",
+            span.tile
+        );
     }
     assert_eq!(plan.padding(), vec![(0, 1, 2), (1, 1, 2), (2, 1, 3)]);
 }
 
 /// Expected tiles computed one element at a time: tile coordinates, offset
 /// in the tile, fill elsewhere.
-fn reference_tiles(shape: &[u64], tile: &[u64], esize: usize, planes: u64, data: &[u8], fill: &[u8]) -> HashMap<Vec<u64>, Vec<u8>> {
+fn reference_tiles(
+    shape: &[u64],
+    tile: &[u64],
+    esize: usize,
+    planes: u64,
+    data: &[u8],
+    fill: &[u8],
+) -> HashMap<Vec<u64>, Vec<u8>> {
     let rank = shape.len();
     let tile_elems: u64 = tile.iter().product();
-    let mut counts: Vec<u64> = shape.iter().zip(tile).map(|(&s, &n)| s.div_ceil(n)).collect();
+    let mut counts: Vec<u64> = shape
+        .iter()
+        .zip(tile)
+        .map(|(&s, &n)| s.div_ceil(n))
+        .collect();
     counts[0] = planes.div_ceil(tile[0]);
     let mut out = HashMap::new();
     let total_tiles: u64 = counts.iter().product();
@@ -60,7 +89,14 @@ fn reference_tiles(shape: &[u64], tile: &[u64], esize: usize, planes: u64, data:
             key[d] = rest % counts[d];
             rest /= counts[d];
         }
-        out.insert(key, fill.iter().copied().cycle().take(tile_elems as usize * esize).collect::<Vec<u8>>());
+        out.insert(
+            key,
+            fill.iter()
+                .copied()
+                .cycle()
+                .take(tile_elems as usize * esize)
+                .collect::<Vec<u8>>(),
+        );
     }
     let mut dims = shape.to_vec();
     dims[0] = planes;
@@ -81,7 +117,13 @@ fn reference_tiles(shape: &[u64], tile: &[u64], esize: usize, planes: u64, data:
 }
 
 /// Streams `data` split at `cuts`, returns the sink and the result of finish.
-fn run(spec: StreamSpec, data: &[u8], cuts: &[usize], fill: &[u8], threads: usize) -> (MemorySink, Result<Summary, StreamError>) {
+fn run(
+    spec: StreamSpec,
+    data: &[u8],
+    cuts: &[usize],
+    fill: &[u8],
+    threads: usize,
+) -> (MemorySink, Result<Summary, StreamError>) {
     let sink = MemorySink::new();
     let mut stream = TileStream::new(spec, fill, threads, Box::new(sink.clone())).unwrap();
     let mut at = 0;
@@ -96,23 +138,37 @@ fn run(spec: StreamSpec, data: &[u8], cuts: &[usize], fill: &[u8], threads: usiz
 }
 
 fn case() -> impl Strategy<Value = (Vec<u64>, Vec<u64>, usize, bool, u64, Vec<usize>, u64)> {
-    (1usize..=6).prop_flat_map(|rank| {
-        let budget = match rank { 1 => 64, 2 => 12, 3 => 7, 4 => 4, _ => 3 };
-        (
-            prop::collection::vec(1u64..=budget, rank),
-            prop::collection::vec(1u64..=budget, rank),
-            prop::sample::select(vec![1usize, 2, 4, 8]),
-            any::<bool>(),
-            1u64..=9,
-            prop::collection::vec(any::<usize>(), 0..6),
-            any::<u64>(),
-        )
-    })
-    .prop_map(|(shape, tile, esize, unbounded, planes, cuts, seed)| (shape, tile, esize, unbounded, planes, cuts, seed))
+    (1usize..=6)
+        .prop_flat_map(|rank| {
+            let budget = match rank {
+                1 => 64,
+                2 => 12,
+                3 => 7,
+                4 => 4,
+                _ => 3,
+            };
+            (
+                prop::collection::vec(1u64..=budget, rank),
+                prop::collection::vec(1u64..=budget, rank),
+                prop::sample::select(vec![1usize, 2, 4, 8]),
+                any::<bool>(),
+                1u64..=9,
+                prop::collection::vec(any::<usize>(), 0..6),
+                any::<u64>(),
+            )
+        })
+        .prop_map(|(shape, tile, esize, unbounded, planes, cuts, seed)| {
+            (shape, tile, esize, unbounded, planes, cuts, seed)
+        })
 }
 
 fn dtype_of(esize: usize) -> DType {
-    match esize { 1 => DType::U8, 2 => DType::F16, 4 => DType::I32, _ => DType::F64 }
+    match esize {
+        1 => DType::U8,
+        2 => DType::F16,
+        4 => DType::I32,
+        _ => DType::F64,
+    }
 }
 
 proptest! {
@@ -170,13 +226,27 @@ fn a_coordinate_encoded_fixture_proves_every_placement() {
         for ty in 0..3 {
             for tx in 0..13 {
                 let t = sink.tile(&[tz, ty, tx]).expect("every tile is written");
-                for (k, v) in t.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).enumerate() {
+                for (k, v) in t
+                    .chunks_exact(8)
+                    .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+                    .enumerate()
+                {
                     let (z, y, x) = (tz * 2 + k as u64 / 4, ty * 4 + k as u64 % 4, tx);
                     if z < shape[0] && y < shape[1] {
-                        assert_eq!(v, z << 32 | y << 16 | x, "tile {:?} element {k}", [tz, ty, tx]);
+                        assert_eq!(
+                            v,
+                            z << 32 | y << 16 | x,
+                            "tile {:?} element {k}",
+                            [tz, ty, tx]
+                        );
                         seen += 1;
                     } else {
-                        assert_eq!(v, u64::MAX, "padding of tile {:?} element {k}", [tz, ty, tx]);
+                        assert_eq!(
+                            v,
+                            u64::MAX,
+                            "padding of tile {:?} element {k}",
+                            [tz, ty, tx]
+                        );
                     }
                 }
             }
@@ -191,7 +261,10 @@ fn input_ending_inside_a_plane_keeps_every_complete_plane() {
     let data: Vec<u8> = (0..=255).cycle().take(3 * 24 + 5).collect();
     let (sink, result) = run(spec, &data, &[], &[0, 0], 1);
     match result {
-        Err(StreamError::PartialPlane { planes: 3, bytes: 5 }) => {}
+        Err(StreamError::PartialPlane {
+            planes: 3,
+            bytes: 5,
+        }) => {}
         other => panic!("expected a partial plane error, got {other:?}"),
     }
     assert_eq!(sink.planes(), Some(3));
@@ -209,7 +282,13 @@ fn a_bounded_stream_takes_exactly_its_capacity_and_reports_short_input() {
     assert!(matches!(stream.finish(), Err(StreamError::Finished)));
     let mut short = TileStream::new(spec, &[0], 1, Box::new(NullSink)).unwrap();
     short.append(&[1; 8]).unwrap();
-    assert!(matches!(short.finish(), Err(StreamError::ShortInput { planes: 2, expected: 3 })));
+    assert!(matches!(
+        short.finish(),
+        Err(StreamError::ShortInput {
+            planes: 2,
+            expected: 3
+        })
+    ));
 }
 
 #[test]
@@ -225,7 +304,10 @@ fn bad_specs_are_rejected_with_a_reason() {
         assert!(err.to_string().contains(message), "{err}");
     }
     let spec = StreamSpec::new(DType::U16, vec![2, 2], vec![1, 1]).unwrap();
-    assert!(TileStream::new(spec, &[0], 1, Box::new(NullSink)).is_err(), "a one-byte fill for u16");
+    assert!(
+        TileStream::new(spec, &[0], 1, Box::new(NullSink)).is_err(),
+        "a one-byte fill for u16"
+    );
 }
 
 /// A sink that fails on its second epoch, as a full disk would.
@@ -237,7 +319,11 @@ impl Sink for FailingSink {
     }
     fn write_epoch(&mut self, _: &Epoch<'_>) -> Result<(), StreamError> {
         self.0 += 1;
-        if self.0 >= 2 { Err(StreamError::Sink("no space left on device".into())) } else { Ok(()) }
+        if self.0 >= 2 {
+            Err(StreamError::Sink("no space left on device".into()))
+        } else {
+            Ok(())
+        }
     }
     fn finish(&mut self, _: u64) -> Result<(), StreamError> {
         Ok(())
@@ -256,9 +342,15 @@ fn a_failing_sink_surfaces_as_an_error() {
         }
     }
     let finished = stream.finish();
-    assert!(failed || finished.is_err(), "the sink failure must reach the caller");
+    assert!(
+        failed || finished.is_err(),
+        "the sink failure must reach the caller"
+    );
     if let Err(e) = finished {
-        assert!(e.to_string().contains("no space left") || matches!(e, StreamError::Finished), "{e}");
+        assert!(
+            e.to_string().contains("no space left") || matches!(e, StreamError::Finished),
+            "{e}"
+        );
     }
 }
 

@@ -16,13 +16,24 @@ fn to_bytes(v: &[u16]) -> Vec<u8> {
 }
 
 /// Streams `data` into a Zarr store with `options` and reads it back.
-fn round_trip(shape: Vec<u64>, planes: u64, tile: Vec<u64>, options: ZarrOptions) -> (Vec<u64>, Vec<u16>, Vec<u16>) {
+fn round_trip(
+    shape: Vec<u64>,
+    planes: u64,
+    tile: Vec<u64>,
+    options: ZarrOptions,
+) -> (Vec<u64>, Vec<u16>, Vec<u16>) {
     let mut dims = shape.clone();
     dims[0] = planes;
     let data = values(&dims);
     let spec = StreamSpec::new(DType::U16, shape, tile).unwrap();
     let path = options.path.clone();
-    let mut stream = TileStream::new(spec, &7u16.to_le_bytes(), 2, Box::new(ZarrSink::new(options))).unwrap();
+    let mut stream = TileStream::new(
+        spec,
+        &7u16.to_le_bytes(),
+        2,
+        Box::new(ZarrSink::new(options)),
+    )
+    .unwrap();
     for piece in to_bytes(&data).chunks(1001) {
         stream.append(piece).unwrap();
     }
@@ -36,7 +47,10 @@ fn round_trip(shape: Vec<u64>, planes: u64, tile: Vec<u64>, options: ZarrOptions
 #[test]
 fn bounded_ragged_stream_reads_back_identically() {
     let dir = tempfile::tempdir().unwrap();
-    let options = ZarrOptions { path: dir.path().join("a.zarr"), ..Default::default() };
+    let options = ZarrOptions {
+        path: dir.path().join("a.zarr"),
+        ..Default::default()
+    };
     let (shape, read, data) = round_trip(vec![5, 9, 14], 5, vec![2, 4, 3], options);
     assert_eq!(shape, vec![5, 9, 14]);
     assert_eq!(read, data);
@@ -62,7 +76,12 @@ fn unbounded_stream_with_zstd_and_names_reads_back_identically() {
 #[test]
 fn sharded_stream_reads_back_identically() {
     let dir = tempfile::tempdir().unwrap();
-    let options = ZarrOptions { path: dir.path().join("c.zarr"), shard: Some(vec![2, 2, 3]), codec: Codec::Zstd(1), ..Default::default() };
+    let options = ZarrOptions {
+        path: dir.path().join("c.zarr"),
+        shard: Some(vec![2, 2, 3]),
+        codec: Codec::Zstd(1),
+        ..Default::default()
+    };
     let (shape, read, data) = round_trip(vec![0, 10, 17], 9, vec![2, 3, 4], options);
     assert_eq!(shape, vec![9, 10, 17]);
     assert_eq!(read, data);
@@ -74,8 +93,13 @@ fn an_unwritable_store_is_an_error() {
     let file = dir.path().join("not-a-directory");
     std::fs::write(&file, b"x").unwrap();
     let spec = StreamSpec::new(DType::U16, vec![0, 4], vec![1, 2]).unwrap();
-    let sink = ZarrSink::new(ZarrOptions { path: file.join("out.zarr"), ..Default::default() });
-    let err = TileStream::new(spec, &[0, 0], 1, Box::new(sink)).err().expect("creating a store under a file fails");
+    let sink = ZarrSink::new(ZarrOptions {
+        path: file.join("out.zarr"),
+        ..Default::default()
+    });
+    let err = TileStream::new(spec, &[0, 0], 1, Box::new(sink))
+        .err()
+        .expect("creating a store under a file fails");
     assert!(err.to_string().contains("not-a-directory"), "{err}");
 }
 
@@ -83,7 +107,13 @@ fn an_unwritable_store_is_an_error() {
 fn shard_counts_must_match_the_rank() {
     let dir = tempfile::tempdir().unwrap();
     let spec = StreamSpec::new(DType::U16, vec![0, 4], vec![1, 2]).unwrap();
-    let sink = ZarrSink::new(ZarrOptions { path: dir.path().join("x"), shard: Some(vec![1]), ..Default::default() });
-    let err = TileStream::new(spec, &[0, 0], 1, Box::new(sink)).err().unwrap();
+    let sink = ZarrSink::new(ZarrOptions {
+        path: dir.path().join("x"),
+        shard: Some(vec![1]),
+        ..Default::default()
+    });
+    let err = TileStream::new(spec, &[0, 0], 1, Box::new(sink))
+        .err()
+        .unwrap();
     assert!(err.to_string().contains("--shard needs 2"), "{err}");
 }
