@@ -5,7 +5,7 @@ use retile_layout::Layout;
 use crate::syntax::{BinaryOp, Expr, ExprKind};
 use crate::value::Value;
 use crate::CalcError;
-use crate::{algebra, device, register};
+use crate::{algebra, copy, device, register};
 
 /// Evaluates an expression tree; errors carry the column of the failing part.
 ///
@@ -129,10 +129,14 @@ fn call(
     if let Some(result) = device::call(name, args, kwargs) {
         return result;
     }
+    if let Some(result) = copy::call(name, args, kwargs) {
+        return result;
+    }
     let known: Vec<&str> = algebra::FUNCTIONS
         .iter()
         .chain(device::FUNCTIONS)
         .chain(register::FUNCTIONS)
+        .chain(copy::FUNCTIONS)
         .copied()
         .collect();
     Err(CalcError::new(format!(

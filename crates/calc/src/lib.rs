@@ -13,6 +13,7 @@
 
 pub mod algebra;
 mod args;
+pub mod copy;
 pub mod device;
 mod eval;
 pub mod register;

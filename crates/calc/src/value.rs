@@ -35,6 +35,8 @@ pub enum Value {
     Device(retile_device::DeviceLayout),
     /// A register layout (tilus).
     Register(retile_register::RegisterLayout),
+    /// An in-thread transpose plan.
+    Transpose(retile_copy::TransposePlan),
 }
 
 impl Value {
@@ -51,6 +53,7 @@ impl Value {
             Value::Name(_) => "a name",
             Value::Device(_) => "a device layout",
             Value::Register(_) => "a register layout",
+            Value::Transpose(_) => "a transpose plan",
         }
     }
 
@@ -139,6 +142,7 @@ impl fmt::Display for Value {
             Value::Name(n) => f.write_str(n),
             Value::Device(l) => write!(f, "{l}"),
             Value::Register(l) => write!(f, "{l}"),
+            Value::Transpose(p) => write!(f, "{p}"),
         }
     }
 }

@@ -2,6 +2,7 @@
 //! tiler that writes row-major data into tiled Zarr v3 arrays.
 
 mod calc_cmd;
+mod copy_cmd;
 mod stream_cmd;
 
 use std::process::ExitCode;
@@ -33,6 +34,8 @@ enum Command {
 enum PlanCommand {
     /// The tile-stream plan: tile counts, lifted layout, C, M, epochs, tiles.
     Stream(stream_cmd::PlanArgs),
+    /// An in-thread transpose plan: widths, counts, shuffle, each thread's accesses.
+    Copy(copy_cmd::PlanCopyArgs),
 }
 
 fn main() -> ExitCode {
@@ -41,6 +44,7 @@ fn main() -> ExitCode {
         Some(Command::Eval(args)) => calc_cmd::eval(&args),
         Some(Command::Show(args)) => calc_cmd::show(&args),
         Some(Command::Plan(PlanCommand::Stream(args))) => stream_cmd::plan(&args),
+        Some(Command::Plan(PlanCommand::Copy(args))) => copy_cmd::plan(&args),
         Some(Command::Stream(args)) => stream_cmd::stream(&args),
         None => stream_cmd::demo(),
     };

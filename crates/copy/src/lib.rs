@@ -1,0 +1,62 @@
+//! # retile-copy: plan the fastest legal copy between two layouts
+//!
+//! Given where a tile's data is (a source layout: tile coordinate → offset),
+//! where it must go (a destination layout) and who moves it (threads), the
+//! planner picks vector widths with the algebra
+//! ([`max_common_vector`](retile_layout::max_common_vector) clamped to the
+//! widest access and to alignment) and, when the copy transposes, an
+//! in-thread transpose: each thread loads short vectors along the source's
+//! contiguous dimension, shuffles them in registers
+//! (`composition(RS, right_inverse(RL))`) and stores long vectors along the
+//! destination's.
+//!
+//! ```
+//! use retile_copy::{TransposePlan, TransposeRequest};
+//! let request = TransposeRequest::new(256, 16, 128, "(256,16):(1,256)".parse()?, "(256,16):(16,1)".parse()?);
+//! let plan = request.plan()?;
+//! assert_eq!(
+//!     plan.to_string(),
+//!     "TransposePlan(applies=true, load_width=2, loads=8, store_width=8, stores=2, extracts=16)"
+//! );
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+#[cfg(feature = "cuda")]
+pub mod gpu;
+mod permute;
+mod transpose;
+mod vector;
+
+use thiserror::Error;
+
+pub use permute::{permute_reference, Permute};
+pub use transpose::{Access, Transpose, TransposePlan, TransposeRequest};
+pub use vector::vector_width;
+
+/// Why a copy could not be planned or run.
+///
+/// ```
+/// use retile_copy::TransposeRequest;
+/// let err = TransposeRequest::new(0, 16, 128, "4:1".parse().unwrap(), "4:1".parse().unwrap()).plan().unwrap_err();
+/// assert!(err.to_string().contains("threads"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum CopyError {
+    /// The request itself is malformed.
+    #[error("{0}")]
+    Invalid(String),
+    /// The layout algebra rejected a step.
+    #[error(transparent)]
+    Layout(#[from] retile_layout::LayoutError),
+    /// A CUDA call failed.
+    #[error("CUDA error while {doing}: {name}")]
+    Cuda {
+        /// What retile was doing.
+        doing: String,
+        /// The CUDA error's name and text.
+        name: String,
+    },
+}
+
+/// Result of the copy planner.
+pub type Result<T> = std::result::Result<T, CopyError>;
