@@ -1,6 +1,8 @@
 //! `retile`: a layout calculator, copy and stream plans, and the streaming
 //! tiler that writes row-major data into tiled Zarr v3 arrays.
 
+#[cfg(feature = "cuda")]
+mod bench_cmd;
 mod calc_cmd;
 mod copy_cmd;
 mod stream_cmd;
@@ -28,6 +30,19 @@ enum Command {
     Plan(PlanCommand),
     /// Stream row-major data into tiles (a Zarr v3 array); the main job.
     Stream(stream_cmd::StreamArgs),
+    /// GPU benchmarks (a build with `--features cuda`): permutes, the device scatter, pinned streaming.
+    #[command(subcommand)]
+    Bench(BenchCommand),
+}
+
+#[derive(Subcommand)]
+enum BenchCommand {
+    /// Every GPU figure, each beside the device-to-device copy of the same run.
+    #[cfg(feature = "cuda")]
+    Gpu(bench_cmd::BenchArgs),
+    /// Every GPU figure (this build has no CUDA: it says so).
+    #[cfg(not(feature = "cuda"))]
+    Gpu,
 }
 
 #[derive(Subcommand)]
@@ -46,6 +61,10 @@ fn main() -> ExitCode {
         Some(Command::Plan(PlanCommand::Stream(args))) => stream_cmd::plan(&args),
         Some(Command::Plan(PlanCommand::Copy(args))) => copy_cmd::plan(&args),
         Some(Command::Stream(args)) => stream_cmd::stream(&args),
+        #[cfg(feature = "cuda")]
+        Some(Command::Bench(BenchCommand::Gpu(args))) => bench_cmd::bench(&args),
+        #[cfg(not(feature = "cuda"))]
+        Some(Command::Bench(BenchCommand::Gpu)) => Err("this retile was built without CUDA; rebuild with `cargo build --release --features cuda`".into()),
         None => stream_cmd::demo(),
     };
     match result {

@@ -9,7 +9,7 @@ use std::time::Instant;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use retile_stream::{
-    Codec, DType, NullSink, Sink, StreamPlan, StreamSpec, TileStream, ZarrOptions, ZarrSink,
+    AnyStream, Backend, Codec, DType, NullSink, Sink, StreamPlan, StreamSpec, ZarrOptions, ZarrSink,
 };
 
 /// Bytes read from the input per append.
@@ -69,6 +69,9 @@ pub struct StreamArgs {
     /// Threads for tiling (0 = all cores).
     #[arg(long, default_value_t = 0)]
     threads: usize,
+    /// Where tiles are cut: cpu, or cuda (a build with `--features cuda` and a GPU).
+    #[arg(long, default_value = "cpu", value_parser = ["cpu", "cuda"])]
+    backend: String,
 }
 
 /// A comma-separated list of extents, slowest first.
@@ -217,7 +220,13 @@ pub fn stream(args: &StreamArgs) -> Result<ExitCode, String> {
         })),
     };
     let fill = spec.dtype().encode(args.fill);
-    let mut tiles = TileStream::new(spec, &fill, args.threads, sink).map_err(|e| e.to_string())?;
+    let backend = match args.backend.as_str() {
+        "cuda" => Backend::Cuda,
+        _ => Backend::Cpu {
+            threads: args.threads,
+        },
+    };
+    let mut tiles = AnyStream::open(spec, &fill, backend, sink).map_err(|e| e.to_string())?;
     run(&mut tiles, source, expected, args.output.as_ref())
 }
 
@@ -233,7 +242,7 @@ fn progress_bar(expected: Option<u64>) -> ProgressBar {
 }
 
 fn run(
-    tiles: &mut TileStream,
+    tiles: &mut AnyStream,
     mut source: Source,
     expected: Option<u64>,
     output: Option<&PathBuf>,
@@ -293,7 +302,8 @@ pub fn demo() -> Result<ExitCode, String> {
         shard: None,
         dimension_names: Some(vec!["t".into(), "y".into(), "x".into()]),
     });
-    let mut tiles = TileStream::new(spec, &[0, 0], 0, Box::new(sink)).map_err(|e| e.to_string())?;
+    let mut tiles = AnyStream::open(spec, &[0, 0], Backend::Cpu { threads: 0 }, Box::new(sink))
+        .map_err(|e| e.to_string())?;
     let total = 256 * 1024 * 1024u64;
     let code = run(
         &mut tiles,

@@ -29,20 +29,39 @@ impl Permute {
     /// ```
     pub fn new(shape: &[i64], perm: &[usize], element_bytes: usize) -> Result<Self> {
         if shape.iter().any(|&s| s < 1) {
-            return Err(CopyError::Invalid(format!("every extent must be positive, got {shape:?}")));
+            return Err(CopyError::Invalid(format!(
+                "every extent must be positive, got {shape:?}"
+            )));
         }
         let mut seen = vec![false; shape.len()];
-        if perm.len() != shape.len() || perm.iter().any(|&p| p >= shape.len() || std::mem::replace(&mut seen[p], true)) {
-            return Err(CopyError::Invalid(format!("{perm:?} is not a permutation of the {} dimensions", shape.len())));
+        if perm.len() != shape.len()
+            || perm
+                .iter()
+                .any(|&p| p >= shape.len() || std::mem::replace(&mut seen[p], true))
+        {
+            return Err(CopyError::Invalid(format!(
+                "{perm:?} is not a permutation of the {} dimensions",
+                shape.len()
+            )));
         }
         if ![1, 2, 4, 8].contains(&element_bytes) {
-            return Err(CopyError::Invalid(format!("element size {element_bytes} bytes is not 1, 2, 4 or 8")));
+            return Err(CopyError::Invalid(format!(
+                "element size {element_bytes} bytes is not 1, 2, 4 or 8"
+            )));
         }
-        let bytes = shape.iter().try_fold(element_bytes as i64, |a, &s| a.checked_mul(s));
+        let bytes = shape
+            .iter()
+            .try_fold(element_bytes as i64, |a, &s| a.checked_mul(s));
         if bytes.is_none() {
-            return Err(CopyError::Invalid(format!("a tensor of shape {shape:?} does not fit in 64-bit sizes")));
+            return Err(CopyError::Invalid(format!(
+                "a tensor of shape {shape:?} does not fit in 64-bit sizes"
+            )));
         }
-        Ok(Permute { shape: shape.to_vec(), perm: perm.to_vec(), element_bytes })
+        Ok(Permute {
+            shape: shape.to_vec(),
+            perm: perm.to_vec(),
+            element_bytes,
+        })
     }
 
     /// The output's extents.
@@ -69,12 +88,18 @@ impl Permute {
     /// assert_eq!(retile_copy::Permute::new(&[2, 3, 4], &[2, 0, 1], 4).unwrap().input_strides_by_output(), vec![1, 12, 4]);
     /// ```
     pub fn input_strides_by_output(&self) -> Vec<i64> {
-        let mut strides = vec![1i64; self.shape.len()];
-        for d in (0..self.shape.len().saturating_sub(1)).rev() {
-            strides[d] = strides[d + 1] * self.shape[d + 1];
-        }
+        let strides = row_major_strides(&self.shape);
         self.perm.iter().map(|&p| strides[p]).collect()
     }
+}
+
+/// Row-major strides of `shape`, in elements.
+pub(crate) fn row_major_strides(shape: &[i64]) -> Vec<i64> {
+    let mut strides = vec![1i64; shape.len()];
+    for d in (0..shape.len().saturating_sub(1)).rev() {
+        strides[d] = strides[d + 1] * shape[d + 1];
+    }
+    strides
 }
 
 /// The permute done one element at a time: the reference GPU results are
@@ -88,7 +113,11 @@ pub fn permute_reference(p: &Permute, input: &[u8]) -> Result<Vec<u8>> {
     let e = p.element_bytes;
     let n = p.elements() as usize;
     if input.len() != n * e {
-        return Err(CopyError::Invalid(format!("input has {} bytes, the permute needs {}", input.len(), n * e)));
+        return Err(CopyError::Invalid(format!(
+            "input has {} bytes, the permute needs {}",
+            input.len(),
+            n * e
+        )));
     }
     let out_shape = p.output_shape();
     let strides = p.input_strides_by_output();

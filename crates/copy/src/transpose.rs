@@ -134,7 +134,9 @@ fn register_order(block: &[i64], strides: &[i64]) -> Result<Layout> {
 }
 
 fn rejected(reason: impl Into<String>) -> TransposePlan {
-    TransposePlan::Rejected { reason: reason.into() }
+    TransposePlan::Rejected {
+        reason: reason.into(),
+    }
 }
 
 impl TransposeRequest {
@@ -145,7 +147,14 @@ impl TransposeRequest {
     /// assert!(r.target.is_none());
     /// ```
     pub fn new(threads: i64, element_bits: i64, max_bits: i64, src: Layout, dst: Layout) -> Self {
-        TransposeRequest { threads, element_bits, max_bits, src, dst, target: None }
+        TransposeRequest {
+            threads,
+            element_bits,
+            max_bits,
+            src,
+            dst,
+            target: None,
+        }
     }
 
     /// The same request for a named GPU architecture.
@@ -164,13 +173,23 @@ impl TransposeRequest {
     fn dimensions(&self) -> Result<(Vec<i64>, Vec<i64>, Vec<i64>)> {
         let (src, dst) = (self.src.flat_modes(), self.dst.flat_modes());
         if self.src.rank() != src.len() || self.dst.rank() != dst.len() {
-            return Err(invalid(format!("give flat layouts, one mode per dimension: {} and {}", self.src, self.dst)));
+            return Err(invalid(format!(
+                "give flat layouts, one mode per dimension: {} and {}",
+                self.src, self.dst
+            )));
         }
         let shape: Vec<i64> = src.iter().map(|m| m.0).collect();
         if dst.iter().map(|m| m.0).ne(shape.iter().copied()) {
-            return Err(invalid(format!("source {} and destination {} must have the same extents", self.src, self.dst)));
+            return Err(invalid(format!(
+                "source {} and destination {} must have the same extents",
+                self.src, self.dst
+            )));
         }
-        Ok((shape, src.iter().map(|m| m.1).collect(), dst.iter().map(|m| m.1).collect()))
+        Ok((
+            shape,
+            src.iter().map(|m| m.1).collect(),
+            dst.iter().map(|m| m.1).collect(),
+        ))
     }
 
     /// Plans the copy, or says why the in-thread transpose does not apply.
@@ -187,20 +206,31 @@ impl TransposeRequest {
                 self.threads, self.element_bits, self.max_bits
             )));
         }
-        if self.target.as_deref().is_some_and(|t| t.starts_with("gfx95")) {
-            return Ok(rejected("gfx95*: hardware transpose loads preferred, pass disabled"));
+        if self
+            .target
+            .as_deref()
+            .is_some_and(|t| t.starts_with("gfx95"))
+        {
+            return Ok(rejected(
+                "gfx95*: hardware transpose loads preferred, pass disabled",
+            ));
         }
         let (shape, src_strides, dst_strides) = self.dimensions()?;
         let fast = |strides: &[i64]| (0..shape.len()).find(|&d| shape[d] > 1 && strides[d] == 1);
         let (Some(src_fast), Some(dst_fast)) = (fast(&src_strides), fast(&dst_strides)) else {
-            return Ok(rejected("a side has no contiguous dimension (stride 1): no vector access applies"));
+            return Ok(rejected(
+                "a side has no contiguous dimension (stride 1): no vector access applies",
+            ));
         };
         if src_fast == dst_fast {
             return Ok(rejected(format!(
                 "not a transpose: dimension {src_fast} is contiguous on both sides (a vectorized copy applies)"
             )));
         }
-        let total: i64 = shape.iter().try_fold(1i64, |a, &s| a.checked_mul(s)).ok_or_else(|| invalid("tile size overflows".into()))?;
+        let total: i64 = shape
+            .iter()
+            .try_fold(1i64, |a, &s| a.checked_mul(s))
+            .ok_or_else(|| invalid("tile size overflows".into()))?;
         let per_store = self.max_bits / self.element_bits;
         let stores = ceil_div(total, self.threads.saturating_mul(per_store));
         if stores <= 1 {
@@ -219,7 +249,14 @@ impl TransposeRequest {
         let mut block = vec![1; shape.len()];
         block[src_fast] = stores;
         block[dst_fast] = per_store.min(shape[dst_fast]);
-        Ok(TransposePlan::Applies(self.build(shape, src_strides, dst_strides, src_fast, dst_fast, block)?))
+        Ok(TransposePlan::Applies(self.build(
+            shape,
+            src_strides,
+            dst_strides,
+            src_fast,
+            dst_fast,
+            block,
+        )?))
     }
 
     fn build(
@@ -231,7 +268,11 @@ impl TransposeRequest {
         dst_fast: usize,
         block: Vec<i64>,
     ) -> Result<Transpose> {
-        let grid: Vec<i64> = shape.iter().zip(&block).map(|(&s, &b)| ceil_div(s, b)).collect();
+        let grid: Vec<i64> = shape
+            .iter()
+            .zip(&block)
+            .map(|(&s, &b)| ceil_div(s, b))
+            .collect();
         let mut order: Vec<usize> = (0..shape.len()).collect();
         order.sort_by_key(|&d| (src_strides[d].abs(), d));
         let fragment = |strides: &[i64]| -> Result<Layout> {
@@ -239,14 +280,27 @@ impl TransposeRequest {
             Ok(Layout::new(t(&block), t(strides))?)
         };
         let (src_fragment, dst_fragment) = (fragment(&src_strides)?, fragment(&dst_strides)?);
-        let (load_order, store_order) = (register_order(&block, &src_strides)?, register_order(&block, &dst_strides)?);
+        let (load_order, store_order) = (
+            register_order(&block, &src_strides)?,
+            register_order(&block, &dst_strides)?,
+        );
         let cap = self.max_bits / self.element_bits;
         let align = |strides: &[i64], fragment: &Layout| {
-            let steps = (0..shape.len()).filter(|&d| grid[d] > 1).map(|d| block[d] * strides[d]);
+            let steps = (0..shape.len())
+                .filter(|&d| grid[d] > 1)
+                .map(|d| block[d] * strides[d]);
             steps.fold(alignment(fragment), gcd)
         };
-        let load_width = widest(max_common_vector(&src_fragment, &load_order)?, cap, align(&src_strides, &src_fragment));
-        let store_width = widest(max_common_vector(&dst_fragment, &store_order)?, cap, align(&dst_strides, &dst_fragment));
+        let load_width = widest(
+            max_common_vector(&src_fragment, &load_order)?,
+            cap,
+            align(&src_strides, &src_fragment),
+        );
+        let store_width = widest(
+            max_common_vector(&dst_fragment, &store_order)?,
+            cap,
+            align(&dst_strides, &dst_fragment),
+        );
         let elements: i64 = block.iter().product();
         let shuffle = composition(&store_order, &right_inverse(&load_order)?)?;
         let blocks: i64 = grid.iter().product();
@@ -335,9 +389,14 @@ impl Transpose {
         for origin in self.block_origins(thread) {
             for i in 0..count {
                 let index = inverse.eval(i * width)?;
-                let IntTuple::Tuple(c) = idx2crd(index, &block_shape)? else { continue };
-                let coord: Vec<i64> =
-                    c.iter().zip(&origin).map(|(c, o)| if let IntTuple::Int(v) = c { v + o } else { *o }).collect();
+                let IntTuple::Tuple(c) = idx2crd(index, &block_shape)? else {
+                    continue;
+                };
+                let coord: Vec<i64> = c
+                    .iter()
+                    .zip(&origin)
+                    .map(|(c, o)| if let IntTuple::Int(v) = c { v + o } else { *o })
+                    .collect();
                 if coord.iter().zip(&self.shape).all(|(c, s)| c < s) {
                     let width = width.min(self.shape[dim] - coord[dim]);
                     out.push(Access { coord, dim, width });

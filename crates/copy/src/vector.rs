@@ -16,7 +16,11 @@ fn gcd(a: i64, b: i64) -> i64 {
 /// vector of `w` elements stays aligned only if `w` divides it (0 = no
 /// constraint).
 pub(crate) fn alignment(layout: &Layout) -> i64 {
-    layout.flat_modes().iter().filter(|&&(e, s)| e > 1 && s != 1).fold(0, |g, &(_, s)| gcd(g, s))
+    layout
+        .flat_modes()
+        .iter()
+        .filter(|&&(e, s)| e > 1 && s != 1)
+        .fold(0, |g, &(_, s)| gcd(g, s))
 }
 
 /// The vector width, in elements, of a copy from `src` to `dst` (both map
@@ -37,11 +41,22 @@ pub fn vector_width(src: &Layout, dst: &Layout, element_bits: i64, max_bits: i64
         )));
     }
     let common = max_common_vector(src, dst)?;
-    Ok(widest(common, max_bits / element_bits, gcd(alignment(src), alignment(dst))))
+    Ok(widest(
+        common,
+        max_bits / element_bits,
+        gcd(alignment(src), alignment(dst)),
+    ))
 }
 
 /// The largest `w <= cap` dividing `common` and `align` (align 0 = any).
 pub(crate) fn widest(common: i64, cap: i64, align: i64) -> i64 {
-    let g = if align == 0 { common } else { gcd(common, align) };
-    (1..=cap.min(g).max(1)).rev().find(|w| g % w == 0).unwrap_or(1)
+    let g = if align == 0 {
+        common
+    } else {
+        gcd(common, align)
+    };
+    (1..=cap.min(g).max(1))
+        .rev()
+        .find(|w| g % w == 0)
+        .unwrap_or(1)
 }

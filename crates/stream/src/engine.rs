@@ -48,27 +48,22 @@ impl Summary {
     }
 }
 
-enum Job {
-    Epoch {
-        index: u64,
-        planes: u64,
-        buffer: Vec<u8>,
-    },
-    Finish {
-        planes: u64,
-    },
+pub(crate) enum Job<B> {
+    Epoch { index: u64, planes: u64, buffer: B },
+    Finish { planes: u64 },
 }
 
-/// The sink's thread and the channels to it.
-struct Worker {
-    jobs: Sender<Job>,
-    returned: Receiver<Result<Vec<u8>, StreamError>>,
-    handle: JoinHandle<Result<Duration, StreamError>>,
+/// The sink's thread and the channels to it; epochs travel in buffers of
+/// type `B` (host memory of the CPU engine, pinned memory of the GPU's).
+pub(crate) struct Worker<B> {
+    pub jobs: Sender<Job<B>>,
+    pub returned: Receiver<Result<B, StreamError>>,
+    pub handle: JoinHandle<Result<Duration, StreamError>>,
 }
 
-impl Worker {
-    fn spawn(plan: StreamPlan, mut sink: Box<dyn Sink>) -> Worker {
-        let (jobs, job_rx) = channel::<Job>();
+impl<B: AsRef<[u8]> + Send + 'static> Worker<B> {
+    pub fn spawn(plan: StreamPlan, mut sink: Box<dyn Sink>) -> Worker<B> {
+        let (jobs, job_rx) = channel::<Job<B>>();
         let (back, returned) = channel();
         let handle = std::thread::spawn(move || {
             let mut busy = Duration::ZERO;
@@ -83,7 +78,7 @@ impl Worker {
                         let result = sink.write_epoch(&Epoch {
                             index,
                             planes,
-                            tiles: &buffer,
+                            tiles: buffer.as_ref(),
                             plan: &plan,
                         });
                         busy += started.elapsed();
@@ -104,6 +99,32 @@ impl Worker {
             handle,
         }
     }
+
+    /// Hands epoch `index` (`planes` complete planes) to the sink.
+    pub fn send(&self, index: u64, planes: u64, buffer: B) -> Result<(), StreamError> {
+        self.jobs
+            .send(Job::Epoch {
+                index,
+                planes,
+                buffer,
+            })
+            .map_err(|_| StreamError::Sink("the sink thread stopped".into()))
+    }
+
+    /// Finalises the sink after `planes` planes and returns the time it
+    /// spent writing; every error the sink met on the way is reported.
+    pub fn close(self, planes: u64) -> Result<Duration, StreamError> {
+        let sent = self.jobs.send(Job::Finish { planes });
+        let joined = self
+            .handle
+            .join()
+            .map_err(|_| StreamError::Sink("the sink thread panicked".into()));
+        while let Ok(result) = self.returned.try_recv() {
+            result?;
+        }
+        sent.map_err(|_| StreamError::Sink("the sink thread stopped".into()))?;
+        joined?
+    }
 }
 
 /// A stream of row-major data being cut into tiles.
@@ -122,7 +143,7 @@ pub struct TileStream {
     taken: u64,
     capacity: Option<u64>,
     pool: rayon::ThreadPool,
-    worker: Option<Worker>,
+    worker: Option<Worker<Vec<u8>>>,
     started: Instant,
     summary: Summary,
 }
@@ -268,14 +289,7 @@ impl TileStream {
             }
         }
         let worker = self.worker.as_ref().ok_or(StreamError::Finished)?;
-        worker
-            .jobs
-            .send(Job::Epoch {
-                index: self.epoch,
-                planes,
-                buffer,
-            })
-            .map_err(|_| StreamError::Sink("the sink thread stopped".into()))?;
+        worker.send(self.epoch, planes, buffer)?;
         self.summary.epochs += 1;
         self.summary.tiles += self.plan.m();
         self.epoch += 1;
@@ -300,35 +314,38 @@ impl TileStream {
         };
         let planes = self.taken / plane_bytes;
         let worker = self.worker.take().ok_or(StreamError::Finished)?;
-        let sent = worker.jobs.send(Job::Finish { planes });
-        let joined = worker
-            .handle
-            .join()
-            .map_err(|_| StreamError::Sink("the sink thread panicked".into()));
+        let closed = worker.close(planes);
         shipped?;
-        while let Ok(result) = worker.returned.try_recv() {
-            result?;
-        }
-        sent.map_err(|_| StreamError::Sink("the sink thread stopped".into()))?;
-        self.summary.sink_seconds = joined??.as_secs_f64();
+        self.summary.sink_seconds = closed?.as_secs_f64();
         self.summary.bytes = self.taken;
         self.summary.planes = planes;
         self.summary.seconds = self.started.elapsed().as_secs_f64();
-        if partial > 0 {
-            return Err(StreamError::PartialPlane {
-                planes,
-                bytes: partial,
-            });
-        }
-        if let Some(expected) =
-            (!self.plan.spec().is_unbounded()).then(|| self.plan.spec().shape()[0])
-        {
-            if planes < expected {
-                return Err(StreamError::ShortInput { planes, expected });
-            }
-        }
+        check_complete(&self.plan, planes, partial)?;
         Ok(self.summary.clone())
     }
+}
+
+/// The errors of a stream that ended with `partial` bytes past its last
+/// complete plane, or before a bounded shape's last plane.
+pub(crate) fn check_complete(
+    plan: &StreamPlan,
+    planes: u64,
+    partial: u64,
+) -> Result<(), StreamError> {
+    if partial > 0 {
+        return Err(StreamError::PartialPlane {
+            planes,
+            bytes: partial,
+        });
+    }
+    let spec = plan.spec();
+    if !spec.is_unbounded() && planes < spec.shape()[0] {
+        return Err(StreamError::ShortInput {
+            planes,
+            expected: spec.shape()[0],
+        });
+    }
+    Ok(())
 }
 
 /// `bytes` bytes of the repeated element `fill` (whose length divides

@@ -21,6 +21,9 @@
 //! # Ok::<(), retile_stream::StreamError>(())
 //! ```
 
+mod backend;
+#[cfg(feature = "cuda")]
+pub mod cuda;
 mod dtype;
 mod engine;
 mod kernels;
@@ -31,6 +34,7 @@ mod zarr;
 
 use thiserror::Error;
 
+pub use backend::{AnyStream, Backend};
 pub use dtype::DType;
 pub use engine::{Summary, TileStream};
 pub use plan::{StreamPlan, StreamSpec, TileSpan, MAX_LISTED_TILES};
@@ -49,6 +53,9 @@ pub enum StreamError {
     /// The sink failed; the message says what it was doing.
     #[error("sink: {0}")]
     Sink(String),
+    /// The GPU backend failed or is missing; the message says what it was doing.
+    #[error("GPU: {0}")]
+    Gpu(String),
     /// `append` or `finish` after `finish`.
     #[error("the stream is finished; nothing more can be appended")]
     Finished,

@@ -126,6 +126,17 @@ impl MemorySink {
         self.lock().tiles.get(coords).cloned()
     }
 
+    /// The coordinates of every tile written, sorted.
+    ///
+    /// ```
+    /// assert!(retile_stream::MemorySink::new().tile_keys().is_empty());
+    /// ```
+    pub fn tile_keys(&self) -> Vec<Vec<u64>> {
+        let mut keys: Vec<Vec<u64>> = self.lock().tiles.keys().cloned().collect();
+        keys.sort_unstable();
+        keys
+    }
+
     /// Number of tiles written.
     pub fn tile_count(&self) -> usize {
         self.lock().tiles.len()

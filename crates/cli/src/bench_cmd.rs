@@ -1,0 +1,143 @@
+//! `retile bench gpu`: the GPU figures of BENCHMARKS.md, each beside the
+//! device-to-device copy measured in the same run.
+
+use std::process::ExitCode;
+use std::time::Instant;
+
+use clap::Args;
+use retile_copy::gpu::{bench_permute, cuda_error, time_median, Gpu};
+use retile_copy::Permute;
+use retile_stream::cuda::{scatter_device, CudaTileStream, PinnedBuffer};
+use retile_stream::{DType, NullSink, StreamPlan, StreamSpec};
+
+/// Arguments of `retile bench gpu`.
+#[derive(Args)]
+pub struct BenchArgs {
+    /// Timed repetitions per figure (medians are printed).
+    #[arg(long, default_value_t = 10)]
+    reps: usize,
+    /// Planes of the streaming benchmarks (2048x2048 i16 each).
+    #[arg(long, default_value_t = 512)]
+    planes: u64,
+}
+
+fn permutes(gpu: &Gpu, reps: usize) -> Result<(), String> {
+    let cases: [(&str, Vec<i64>, Vec<usize>, usize); 7] = [
+        ("transpose 16384^2 f32", vec![16384, 16384], vec![1, 0], 4),
+        ("transpose 16384^2 f16", vec![16384, 16384], vec![1, 0], 2),
+        (
+            "permute 3-D 256x1024x1024 f16 (0,2,1)",
+            vec![256, 1024, 1024],
+            vec![0, 2, 1],
+            2,
+        ),
+        (
+            "permute 3-D 512x512x512 f32 (2,1,0)",
+            vec![512, 512, 512],
+            vec![2, 1, 0],
+            4,
+        ),
+        (
+            "permute 4-D 64x128x128x64 f16 (0,3,1,2)",
+            vec![64, 128, 128, 64],
+            vec![0, 3, 1, 2],
+            2,
+        ),
+        (
+            "permute 4-D 64x64x128x128 f32 (0,2,3,1)",
+            vec![64, 64, 128, 128],
+            vec![0, 2, 3, 1],
+            4,
+        ),
+        (
+            "permute 4-D 32x64x64x128 u8 (3,2,1,0)",
+            vec![32, 64, 64, 128],
+            vec![3, 2, 1, 0],
+            1,
+        ),
+    ];
+    for (name, shape, perm, e) in cases {
+        let p = Permute::new(&shape, &perm, e).map_err(|e| e.to_string())?;
+        let (gbs, copy) = bench_permute(gpu, &p, reps).map_err(|e| e.to_string())?;
+        println!(
+            "retile {name}: {gbs:.0} GB/s; d2d copy {copy:.0} GB/s; ratio {:.3}",
+            gbs / copy
+        );
+    }
+    Ok(())
+}
+
+fn scatter(gpu: &Gpu, planes: u64, reps: usize) -> Result<(), String> {
+    let spec = StreamSpec::new(DType::I16, vec![planes, 2048, 2048], vec![64, 64, 64])
+        .map_err(|e| e.to_string())?;
+    let plan = StreamPlan::new(&spec).map_err(|e| e.to_string())?;
+    let bytes = (planes * 2048 * 2048 * 2) as usize;
+    let stream = gpu.stream();
+    let input = stream.alloc_zeros::<u8>(bytes).map_err(|e| e.to_string())?;
+    let mut output = stream.alloc_zeros::<u8>(bytes).map_err(|e| e.to_string())?;
+    let t = time_median(gpu, reps, || {
+        scatter_device(gpu, &plan, &[0, 0], &input, &mut output)
+            .map_err(|e| retile_copy::CopyError::Invalid(e.to_string()))
+    })
+    .map_err(|e| e.to_string())?;
+    let c = time_median(gpu, reps, || {
+        stream
+            .memcpy_dtod(&input, &mut output)
+            .map_err(cuda_error("copying device to device"))
+    })
+    .map_err(|e| e.to_string())?;
+    let (gbs, copy) = (2.0 * bytes as f64 / t / 1e9, 2.0 * bytes as f64 / c / 1e9);
+    println!(
+        "retile device-resident scatter {planes}x2048x2048 i16 into 64^3 tiles: {gbs:.0} GB/s; d2d copy {copy:.0} GB/s; ratio {:.3}",
+        gbs / copy
+    );
+    Ok(())
+}
+
+fn pinned_stream(gpu: &Gpu, planes: u64) -> Result<(), String> {
+    let spec = StreamSpec::new(DType::I16, vec![0, 2048, 2048], vec![64, 64, 64])
+        .map_err(|e| e.to_string())?;
+    let plane = 2048 * 2048 * 2usize;
+    let epoch = 64 * plane;
+    let mut host = PinnedBuffer::new(gpu, planes as usize * plane).map_err(|e| e.to_string())?;
+    for (i, b) in host.as_mut().iter_mut().enumerate().step_by(4096) {
+        *b = i as u8;
+    }
+    let mut device = gpu
+        .stream()
+        .alloc_zeros::<u8>(epoch)
+        .map_err(|e| e.to_string())?;
+    let h2d = time_median(gpu, 5, || {
+        gpu.stream()
+            .memcpy_htod(&host.as_ref()[..epoch], &mut device)
+            .map_err(cuda_error("copying host to device"))
+    })
+    .map_err(|e| e.to_string())?;
+    let h2d_gbs = epoch as f64 / h2d / 1e9;
+    let mut best = 0.0f64;
+    for _ in 0..3 {
+        let mut s = CudaTileStream::new(spec.clone(), &[0, 0], Box::new(NullSink))
+            .map_err(|e| e.to_string())?;
+        let started = Instant::now();
+        for chunk in host.as_ref().chunks(epoch) {
+            s.append(chunk).map_err(|e| e.to_string())?;
+        }
+        s.finish().map_err(|e| e.to_string())?;
+        best = best.max(host.as_ref().len() as f64 / started.elapsed().as_secs_f64() / 1e9);
+    }
+    println!(
+        "retile pinned host -> tiles -> pinned host, {planes}x2048x2048 i16, 64^3 tiles: {best:.1} GB/s of input; pinned h2d {h2d_gbs:.1} GB/s; ratio {:.3}",
+        best / h2d_gbs
+    );
+    Ok(())
+}
+
+/// `retile bench gpu`.
+pub fn bench(args: &BenchArgs) -> Result<ExitCode, String> {
+    let gpu = Gpu::open().map_err(|e| e.to_string())?;
+    println!("retile bench gpu on {}", gpu.name());
+    permutes(&gpu, args.reps)?;
+    scatter(&gpu, args.planes, args.reps)?;
+    pinned_stream(&gpu, args.planes)?;
+    Ok(ExitCode::SUCCESS)
+}

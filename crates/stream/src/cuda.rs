@@ -1,0 +1,697 @@
+//! The CUDA backend (feature `cuda`): the tile ring lives on the GPU.
+//!
+//! Each epoch's input goes host → device on one stream, a generated scatter
+//! kernel cuts it into padded tiles on a second, and the tiles go device →
+//! host on a third, ordered by events, so that the next epoch arrives while
+//! the last one leaves. Input in pinned host memory is copied by DMA
+//! straight from the caller's buffer; other host memory is staged through
+//! two pinned buffers. Device memory holds two epochs of input and two of
+//! tiles, host memory two epochs of tiles, whatever the stream's length.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use cudarc::driver::sys::{CUdeviceptr, CUmemorytype, CUpointer_attribute};
+use cudarc::driver::{
+    result as cu, CudaEvent, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg,
+};
+use retile_copy::gpu::{c_type, cuda_error, Gpu};
+
+use crate::engine::{check_complete, Worker};
+use crate::plan::StreamPlan;
+use crate::sink::Sink;
+use crate::{StreamError, StreamSpec, Summary};
+
+fn gpu_error(e: retile_copy::CopyError) -> StreamError {
+    StreamError::Gpu(e.to_string())
+}
+
+fn driver(doing: &'static str) -> impl Fn(cudarc::driver::DriverError) -> StreamError {
+    move |e| gpu_error(cuda_error(doing)(e))
+}
+
+/// Host memory the GPU can copy to and from by DMA (page-locked, cached).
+pub struct PinnedBuffer {
+    ptr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: the buffer owns its allocation; nothing else aliases it.
+unsafe impl Send for PinnedBuffer {}
+
+impl PinnedBuffer {
+    /// `len` bytes of page-locked host memory, zeroed.
+    ///
+    /// ```no_run
+    /// let gpu = retile_copy::gpu::Gpu::open().unwrap();
+    /// let buffer = retile_stream::cuda::PinnedBuffer::new(&gpu, 1 << 20).unwrap();
+    /// assert_eq!(buffer.as_ref().len(), 1 << 20);
+    /// ```
+    pub fn new(gpu: &Gpu, len: usize) -> Result<PinnedBuffer, StreamError> {
+        gpu.context()
+            .bind_to_thread()
+            .map_err(driver("binding the GPU to this thread"))?;
+        // SAFETY: a plain page-locked allocation of `len` bytes (at least 1).
+        let ptr = unsafe { cu::malloc_host(len.max(1), 0) }
+            .map_err(driver("allocating pinned host memory"))? as *mut u8;
+        // SAFETY: `ptr` points to `len` writable bytes just allocated.
+        unsafe { std::ptr::write_bytes(ptr, 0, len) };
+        Ok(PinnedBuffer { ptr, len })
+    }
+}
+
+impl AsRef<[u8]> for PinnedBuffer {
+    fn as_ref(&self) -> &[u8] {
+        // SAFETY: `ptr` owns `len` initialised bytes for the buffer's life.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+}
+
+impl AsMut<[u8]> for PinnedBuffer {
+    fn as_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as above, and `&mut self` makes the access unique.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+}
+
+impl Drop for PinnedBuffer {
+    fn drop(&mut self) {
+        // SAFETY: `ptr` came from `malloc_host` and is freed once.
+        unsafe {
+            let _ = cu::free_host(self.ptr as *mut std::ffi::c_void);
+        }
+    }
+}
+
+/// Whether `data` lies in page-locked host memory (DMA-able as it is).
+fn is_pinned(data: &[u8]) -> bool {
+    let mut kind: u32 = 0;
+    // SAFETY: a query that writes one `CUmemorytype` into `kind`.
+    let status = unsafe {
+        cudarc::driver::sys::cuPointerGetAttribute(
+            &mut kind as *mut u32 as *mut std::ffi::c_void,
+            CUpointer_attribute::CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+            data.as_ptr() as CUdeviceptr,
+        )
+    };
+    status == cudarc::driver::sys::CUresult::CUDA_SUCCESS
+        && kind == CUmemorytype::CU_MEMORYTYPE_HOST as u32
+}
+
+/// The scatter kernel of a plan: one launch cuts `planes` planes of input
+/// (at most one epoch) into the epoch's padded tiles, `unit` bytes at a time.
+pub struct ScatterKernel {
+    source: String,
+    unit: usize,
+    units_per_epoch: u64,
+    epoch_input_bytes: u64,
+    epoch_buffer_bytes: u64,
+    fill: [u64; 2],
+    /// Whether indices are 64-bit (`false`: the plan proved 32 bits suffice).
+    wide: bool,
+}
+
+/// C code decomposing `index` over `extents` (row-major) into variables `prefix{d}`.
+fn split(index: &str, extents: &[u64], prefix: &str) -> String {
+    let mut code = format!("idx_t {prefix}rest = {index};\n");
+    for (d, e) in extents.iter().enumerate().rev() {
+        code += &format!("    idx_t {prefix}{d} = {prefix}rest % {e}u; {prefix}rest /= {e}u;\n");
+    }
+    code
+}
+
+impl ScatterKernel {
+    /// The kernel for `plan` with element `fill`, moving `unit`-byte units
+    /// where the layouts allow (the widest of 16, 8, 4, 2, 1 bytes that tiles
+    /// and input rows are multiples of).
+    ///
+    /// ```
+    /// use retile_stream::{cuda::ScatterKernel, DType, StreamPlan, StreamSpec};
+    /// let plan = StreamPlan::new(&StreamSpec::new(DType::I16, vec![0, 2048, 2048], vec![64, 64, 64]).unwrap()).unwrap();
+    /// let k = ScatterKernel::new(&plan, &[0, 0], 16);
+    /// assert_eq!(k.unit(), 16);
+    /// ```
+    pub fn new(plan: &StreamPlan, fill: &[u8], max_unit: usize) -> ScatterKernel {
+        let spec = plan.spec();
+        let e = spec.dtype().size();
+        let (shape, tile) = (spec.shape(), spec.tile());
+        let r = tile.len();
+        let last = r - 1;
+        let fits = |u: usize| {
+            u >= e
+                && u % e == 0
+                && (tile[last] as usize * e) % u == 0
+                && (r == 1 || (shape[last] as usize * e) % u == 0)
+        };
+        let unit = [16usize, 8, 4, 2, 1]
+            .into_iter()
+            .find(|&u| u <= max_unit.max(e) && fits(u))
+            .unwrap_or(e);
+        let p = unit / e;
+        let tile_elems: u64 = tile.iter().product();
+        let tiles_per_epoch = plan.m();
+        let units_per_tile = tile_elems / p as u64;
+        let units_per_epoch = units_per_tile * tiles_per_epoch;
+        let plane: u64 = shape[1..].iter().product();
+        let epoch_input_bytes = tile[0] * plane * e as u64;
+        let mut pattern = [0u8; 16];
+        for (i, b) in pattern.iter_mut().enumerate() {
+            *b = fill[i % e];
+        }
+        let fill = [
+            u64::from_le_bytes(pattern[..8].try_into().unwrap_or([0; 8])),
+            u64::from_le_bytes(pattern[8..].try_into().unwrap_or([0; 8])),
+        ];
+        let limit = (units_per_epoch * p as u64).max(tile[0] * plane);
+        let wide = limit >= (1 << 31);
+        let source = Self::source(
+            plan,
+            unit,
+            e,
+            if wide {
+                "unsigned long long"
+            } else {
+                "unsigned int"
+            },
+            units_per_tile,
+        );
+        ScatterKernel {
+            source,
+            unit,
+            units_per_epoch,
+            epoch_input_bytes,
+            epoch_buffer_bytes: plan.epoch_buffer_bytes(),
+            fill,
+            wide,
+        }
+    }
+
+    fn source(plan: &StreamPlan, unit: usize, e: usize, idx: &str, units_per_tile: u64) -> String {
+        let spec = plan.spec();
+        let (shape, tile) = (spec.shape(), spec.tile());
+        let r = tile.len();
+        let p = unit / e;
+        let mut intra_extents: Vec<u64> = tile.to_vec();
+        intra_extents[r - 1] /= p as u64;
+        let counts: Vec<u64> = plan.tile_counts()[1..].to_vec();
+        let plane: u64 = shape[1..].iter().product();
+        let mut body = split("intra", &intra_extents, "i");
+        body += &format!("    i{} *= {p}u;\n", r - 1);
+        body += &split("tile", &counts, "t");
+        // global coordinates of dims 1.. and the input offset
+        body += &format!(
+            "    idx_t plane = (u / {units_per_tile}u / {m}u) * {t0}u + i0;\n",
+            m = plan.m().max(1),
+            t0 = tile[0]
+        );
+        body += "    bool ok = true; idx_t src = 0; idx_t run = 0; idx_t edge = 0;\n";
+        if r == 1 {
+            body += "    src = plane; run = plane; edge = planes;\n";
+        } else {
+            body += &format!("    ok = plane < planes; src = plane * {plane}ull;\n");
+            let mut stride = 1u64;
+            for d in (1..r).rev() {
+                body += &format!("    {{ idx_t g = t{}*{}u + i{d}; ok = ok && g < {}u; src += g * {stride}u; }}\n", d - 1, tile[d], shape[d]);
+                stride *= shape[d];
+            }
+            body += &format!(
+                "    run = t{}*{}u + i{}; edge = {}u;\n",
+                r - 2,
+                tile[r - 1],
+                r - 1,
+                shape[r - 1]
+            );
+        }
+        format!(
+            r#"typedef {idx} idx_t;
+typedef {elem} elem_t;
+typedef {vec} vec_t;
+#define P {p}
+union pack_t {{ vec_t v; elem_t e[P]; unsigned long long q[2]; }};
+extern "C" __global__ void __launch_bounds__(256) retile_scatter(const elem_t* __restrict__ in, vec_t* __restrict__ out,
+    unsigned long long fill_lo, unsigned long long fill_hi, idx_t planes, idx_t units) {{
+  pack_t fill; fill.q[0] = fill_lo; fill.q[1] = fill_hi;
+  for (idx_t u = (idx_t)blockIdx.x * blockDim.x + threadIdx.x; u < units; u += (idx_t)gridDim.x * blockDim.x) {{
+    idx_t intra = u % {units_per_tile}u; idx_t tile = (u / {units_per_tile}u) % {m}u;
+    {body}    if (ok && run + P <= edge) {{
+      out[u] = *(const vec_t*)(in + src);
+    }} else {{
+      pack_t o;
+      #pragma unroll
+      for (int k = 0; k < P; ++k) o.e[k] = (ok && run + k < edge) ? in[src + k] : fill.e[0];
+      out[u] = o.v;
+    }}
+  }}
+}}
+"#,
+            elem = c_type(e),
+            vec = c_type(unit),
+            m = plan.m().max(1),
+        )
+    }
+
+    /// Bytes per unit the kernel moves.
+    pub fn unit(&self) -> usize {
+        self.unit
+    }
+
+    /// The CUDA source, with the plan's constants baked in.
+    pub fn source_text(&self) -> &str {
+        &self.source
+    }
+
+    /// Cuts `planes` planes of input at device address `input` into one
+    /// epoch of tiles at `output`, on `stream`.
+    ///
+    /// # Safety
+    /// `input` must hold `planes` planes and `output` one epoch buffer, both
+    /// valid until the stream has run the kernel.
+    unsafe fn launch(
+        &self,
+        gpu: &Gpu,
+        stream: &Arc<CudaStream>,
+        input: CUdeviceptr,
+        output: CUdeviceptr,
+        planes: u64,
+    ) -> Result<(), StreamError> {
+        let f = gpu
+            .kernel("retile_scatter", &self.source)
+            .map_err(gpu_error)?;
+        let blocks =
+            self.units_per_epoch
+                .div_ceil(256)
+                .clamp(1, gpu.multiprocessors().map_err(gpu_error)? as u64 * 32) as u32;
+        let cfg = LaunchConfig {
+            grid_dim: (blocks, 1, 1),
+            block_dim: (256, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let mut launch = stream.launch_builder(&f);
+        let (planes32, units32) = (planes as u32, self.units_per_epoch as u32);
+        launch
+            .arg(&input)
+            .arg(&output)
+            .arg(&self.fill[0])
+            .arg(&self.fill[1]);
+        if self.wide {
+            launch.arg(&planes).arg(&self.units_per_epoch);
+        } else {
+            launch.arg(&planes32).arg(&units32);
+        }
+        launch
+            .launch(cfg)
+            .map_err(driver("launching the scatter kernel"))?;
+        Ok(())
+    }
+}
+
+/// Scatters a whole tensor that is already on the GPU into tiles on the
+/// GPU, epoch after epoch (the device-resident path without a sink):
+/// `output` receives `ceil(planes / tile0)` epoch buffers, byte-identical to
+/// the CPU backend's.
+///
+/// ```no_run
+/// use retile_stream::{cuda::scatter_device, DType, StreamPlan, StreamSpec};
+/// let gpu = retile_copy::gpu::Gpu::open().unwrap();
+/// let plan = StreamPlan::new(&StreamSpec::new(DType::U8, vec![4, 4], vec![2, 2]).unwrap()).unwrap();
+/// let input = gpu.stream().memcpy_stod(&(0..16u8).collect::<Vec<_>>()).unwrap();
+/// let mut tiles = gpu.stream().alloc_zeros::<u8>(16).unwrap();
+/// scatter_device(&gpu, &plan, &[0], &input, &mut tiles).unwrap();
+/// ```
+pub fn scatter_device(
+    gpu: &Gpu,
+    plan: &StreamPlan,
+    fill: &[u8],
+    input: &CudaSlice<u8>,
+    output: &mut CudaSlice<u8>,
+) -> Result<(), StreamError> {
+    let kernel = ScatterKernel::new(plan, fill, 16);
+    let plane_bytes = kernel.epoch_input_bytes / plan.spec().tile()[0];
+    let planes = input.len() as u64 / plane_bytes.max(1);
+    let epochs = planes.div_ceil(plan.spec().tile()[0]);
+    if (output.len() as u64) < epochs * kernel.epoch_buffer_bytes {
+        return Err(StreamError::Invalid(format!(
+            "{planes} planes fill {epochs} epochs of {} bytes; the output has {} bytes",
+            kernel.epoch_buffer_bytes,
+            output.len()
+        )));
+    }
+    let stream = gpu.stream();
+    let (src, _read) = input.device_ptr(stream);
+    let (dst, _write) = output.device_ptr(stream);
+    for epoch in 0..epochs {
+        let here = (planes - epoch * plan.spec().tile()[0]).min(plan.spec().tile()[0]);
+        // SAFETY: epoch `epoch` reads `here` planes inside `input` and writes
+        // one epoch buffer inside `output` (both lengths checked above).
+        unsafe {
+            kernel.launch(
+                gpu,
+                stream,
+                src + epoch * kernel.epoch_input_bytes,
+                dst + epoch * kernel.epoch_buffer_bytes,
+                here,
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// One of the two pipeline slots: device input and tiles, host tiles, events.
+struct Slot {
+    input: CudaSlice<u8>,
+    tiles: CudaSlice<u8>,
+    staging: PinnedBuffer,
+    /// The input copy into `input` is done.
+    arrived: CudaEvent,
+    /// The kernel has read `input` and written `tiles`.
+    scattered: CudaEvent,
+    /// `tiles` has reached host memory.
+    left: CudaEvent,
+    /// A host buffer waiting for `left` before it goes to the sink.
+    outgoing: Option<(u64, u64, PinnedBuffer)>,
+    /// Start of the staged bytes not yet sent to the GPU.
+    pending: Option<u64>,
+}
+
+/// A stream of row-major data cut into tiles on the GPU; the same contract
+/// as [`TileStream`](crate::TileStream), byte-identical output.
+pub struct CudaTileStream {
+    plan: StreamPlan,
+    gpu: Gpu,
+    kernel: ScatterKernel,
+    copy_in: Arc<CudaStream>,
+    compute: Arc<CudaStream>,
+    copy_out: Arc<CudaStream>,
+    slots: [Slot; 2],
+    host_free: Vec<PinnedBuffer>,
+    host_allocated: usize,
+    worker: Option<Worker<PinnedBuffer>>,
+    cursor: u64,
+    epoch: u64,
+    taken: u64,
+    capacity: Option<u64>,
+    started: Instant,
+    summary: Summary,
+}
+
+impl CudaTileStream {
+    /// A stream of `spec` on GPU 0 with element `fill` for padding, writing
+    /// to `sink`; says clearly when there is no GPU.
+    pub fn new(
+        spec: StreamSpec,
+        fill: &[u8],
+        mut sink: Box<dyn Sink>,
+    ) -> Result<CudaTileStream, StreamError> {
+        let e = spec.dtype().size();
+        if fill.len() != e {
+            return Err(StreamError::Invalid(format!(
+                "the fill value has {} bytes; a {} element has {e}",
+                fill.len(),
+                spec.dtype()
+            )));
+        }
+        let gpu = Gpu::open().map_err(gpu_error)?;
+        let plan = StreamPlan::new(&spec)?;
+        let kernel = ScatterKernel::new(&plan, fill, 16);
+        let ctx = gpu.context().clone();
+        // SAFETY: every cross-stream dependency below is ordered by explicit events.
+        unsafe { ctx.disable_event_tracking() };
+        let new_stream = || ctx.new_stream().map_err(driver("creating a CUDA stream"));
+        let (copy_in, compute, copy_out) = (new_stream()?, new_stream()?, new_stream()?);
+        let slot = || -> Result<Slot, StreamError> {
+            let event = || ctx.new_event(None).map_err(driver("creating a CUDA event"));
+            Ok(Slot {
+                // SAFETY: device buffers are written before they are read
+                // (input by a copy, tiles by the kernel, which writes every byte).
+                input: unsafe { compute.alloc::<u8>(kernel.epoch_input_bytes as usize) }
+                    .map_err(driver("allocating device input"))?,
+                tiles: unsafe { compute.alloc::<u8>(kernel.epoch_buffer_bytes as usize) }
+                    .map_err(driver("allocating device tiles"))?,
+                staging: PinnedBuffer::new(&gpu, kernel.epoch_input_bytes as usize)?,
+                arrived: event()?,
+                scattered: event()?,
+                left: event()?,
+                outgoing: None,
+                pending: None,
+            })
+        };
+        let slots = [slot()?, slot()?];
+        compute
+            .synchronize()
+            .map_err(driver("allocating the tile ring"))?;
+        let capacity = (!spec.is_unbounded())
+            .then(|| spec.shape()[0] * (kernel.epoch_input_bytes / spec.tile()[0]));
+        sink.begin(&plan, fill)?;
+        let worker = Worker::spawn(plan.clone(), sink);
+        let summary = Summary {
+            buffer_bytes: 2 * plan.epoch_buffer_bytes(),
+            ..Summary::default()
+        };
+        Ok(CudaTileStream {
+            plan,
+            gpu,
+            kernel,
+            copy_in,
+            compute,
+            copy_out,
+            slots,
+            host_free: Vec::new(),
+            host_allocated: 0,
+            worker: Some(worker),
+            cursor: 0,
+            epoch: 0,
+            taken: 0,
+            capacity,
+            started: Instant::now(),
+            summary,
+        })
+    }
+
+    /// The plan the stream follows.
+    pub fn plan(&self) -> &StreamPlan {
+        &self.plan
+    }
+
+    /// Input bytes taken so far.
+    pub fn bytes_taken(&self) -> u64 {
+        self.taken
+    }
+
+    fn plane_bytes(&self) -> u64 {
+        self.kernel.epoch_input_bytes / self.plan.spec().tile()[0]
+    }
+
+    fn epoch_planes(&self) -> u64 {
+        let n0 = self.plan.spec().tile()[0];
+        match self.capacity {
+            Some(_) => n0.min(self.plan.spec().shape()[0] - self.epoch * n0),
+            None => n0,
+        }
+    }
+
+    /// Appends input (any host memory; pinned memory goes by DMA without a
+    /// staging copy); returns how many bytes were taken.
+    pub fn append(&mut self, data: &[u8]) -> Result<usize, StreamError> {
+        if self.worker.is_none() {
+            return Err(StreamError::Finished);
+        }
+        let take = match self.capacity {
+            Some(cap) => data.len().min((cap - self.taken) as usize),
+            None => data.len(),
+        };
+        self.gpu
+            .context()
+            .bind_to_thread()
+            .map_err(driver("binding the GPU to this thread"))?;
+        let pinned = is_pinned(data);
+        let mut src = &data[..take];
+        while !src.is_empty() {
+            let limit = self.epoch_planes() * self.plane_bytes();
+            let n = ((limit - self.cursor) as usize).min(src.len());
+            let started = Instant::now();
+            self.copy_in_part(&src[..n], pinned)?;
+            self.summary.scatter_seconds += started.elapsed().as_secs_f64();
+            self.cursor += n as u64;
+            self.taken += n as u64;
+            src = &src[n..];
+            if self.cursor == limit {
+                self.ship(self.epoch_planes())?;
+            }
+        }
+        Ok(take)
+    }
+
+    /// Puts `part` at the cursor of the current slot's device input: by DMA
+    /// from pinned memory, else through the slot's staging buffer.
+    fn copy_in_part(&mut self, part: &[u8], pinned: bool) -> Result<(), StreamError> {
+        let s = (self.epoch % 2) as usize;
+        if self.cursor == 0 {
+            // two epochs ago this slot's input was copied up and read by the kernel
+            let slot = &self.slots[s];
+            slot.arrived
+                .synchronize()
+                .map_err(driver("waiting for an earlier copy to the GPU"))?;
+            slot.scattered
+                .synchronize()
+                .map_err(driver("waiting for an earlier scatter"))?;
+        }
+        if !pinned {
+            let (c, slot) = (self.cursor as usize, &mut self.slots[s]);
+            slot.staging.as_mut()[c..c + part.len()].copy_from_slice(part);
+            slot.pending.get_or_insert(self.cursor);
+            return Ok(());
+        }
+        self.send_staged(s)?;
+        let (base, _guard) = self.slots[s].input.device_ptr(&self.copy_in);
+        // SAFETY: `part` is pinned host memory; the copy is awaited before
+        // `part` goes back to the caller.
+        unsafe { cu::memcpy_htod_async(base + self.cursor, part, self.copy_in.cu_stream()) }
+            .map_err(driver("copying pinned input to the GPU"))?;
+        self.copy_in
+            .synchronize()
+            .map_err(driver("copying pinned input to the GPU"))
+    }
+
+    /// Starts the copy of slot `s`'s staged bytes (up to the cursor) to the GPU.
+    fn send_staged(&mut self, s: usize) -> Result<(), StreamError> {
+        let slot = &mut self.slots[s];
+        let Some(from) = slot.pending.take() else {
+            return Ok(());
+        };
+        let (base, _guard) = slot.input.device_ptr(&self.copy_in);
+        let range = from as usize..self.cursor as usize;
+        // SAFETY: the staging buffer lives in the slot and is not written
+        // again before `arrived` (recorded after this copy) has completed.
+        unsafe {
+            cu::memcpy_htod_async(
+                base + from,
+                &slot.staging.as_ref()[range],
+                self.copy_in.cu_stream(),
+            )
+        }
+        .map_err(driver("copying staged input to the GPU"))
+    }
+
+    /// Sends the current epoch through the GPU: input up, scatter, tiles down.
+    fn ship(&mut self, planes: u64) -> Result<(), StreamError> {
+        let s = (self.epoch % 2) as usize;
+        self.send_staged(s)?;
+        let mut host = self.host_buffer()?;
+        let slot = &mut self.slots[s];
+        let (input, _r) = slot.input.device_ptr(&self.copy_in);
+        let (tiles, _w) = slot.tiles.device_ptr(&self.compute);
+        slot.arrived
+            .record(&self.copy_in)
+            .map_err(driver("recording an event"))?;
+        self.compute
+            .wait(&slot.arrived)
+            .map_err(driver("ordering the scatter after its input"))?;
+        self.compute
+            .wait(&slot.left)
+            .map_err(driver("ordering the scatter after the last copy out"))?;
+        // SAFETY: `input` holds `planes` planes and `tiles` one epoch buffer.
+        unsafe {
+            self.kernel
+                .launch(&self.gpu, &self.compute, input, tiles, planes)?
+        };
+        slot.scattered
+            .record(&self.compute)
+            .map_err(driver("recording an event"))?;
+        self.copy_out
+            .wait(&slot.scattered)
+            .map_err(driver("ordering the copy out after the scatter"))?;
+        // SAFETY: `host` is pinned and stays in the slot until `left` completes.
+        unsafe { cu::memcpy_dtoh_async(host.as_mut(), tiles, self.copy_out.cu_stream()) }
+            .map_err(driver("copying tiles to the host"))?;
+        slot.left
+            .record(&self.copy_out)
+            .map_err(driver("recording an event"))?;
+        slot.outgoing = Some((self.epoch, planes, host));
+        drop((_r, _w));
+        self.summary.epochs += 1;
+        self.summary.tiles += self.plan.m();
+        self.epoch += 1;
+        self.cursor = 0;
+        self.hand_over(1 - s)
+    }
+
+    /// Gives slot `s`'s finished tiles to the sink once they reached the host.
+    fn hand_over(&mut self, s: usize) -> Result<(), StreamError> {
+        if let Some((index, planes, buffer)) = self.slots[s].outgoing.take() {
+            self.slots[s]
+                .left
+                .synchronize()
+                .map_err(driver("copying tiles to the host"))?;
+            self.worker
+                .as_ref()
+                .ok_or(StreamError::Finished)?
+                .send(index, planes, buffer)?;
+        }
+        Ok(())
+    }
+
+    /// A host buffer for an epoch's tiles: a free one, a new one (at most
+    /// three exist), or the next the sink gives back.
+    fn host_buffer(&mut self) -> Result<PinnedBuffer, StreamError> {
+        let worker = self.worker.as_ref().ok_or(StreamError::Finished)?;
+        while let Ok(returned) = worker.returned.try_recv() {
+            self.host_free.push(returned?);
+        }
+        if let Some(b) = self.host_free.pop() {
+            return Ok(b);
+        }
+        if self.host_allocated < 3 {
+            self.host_allocated += 1;
+            return PinnedBuffer::new(&self.gpu, self.kernel.epoch_buffer_bytes as usize);
+        }
+        let waited = Instant::now();
+        let b = worker
+            .returned
+            .recv()
+            .map_err(|_| StreamError::Sink("the sink thread stopped".into()))??;
+        self.summary.wait_seconds += waited.elapsed().as_secs_f64();
+        Ok(b)
+    }
+
+    /// Flushes the last epoch, finalises the sink and returns the summary;
+    /// the same errors as the CPU backend for input cut short.
+    pub fn finish(&mut self) -> Result<Summary, StreamError> {
+        if self.worker.is_none() {
+            return Err(StreamError::Finished);
+        }
+        self.gpu
+            .context()
+            .bind_to_thread()
+            .map_err(driver("binding the GPU to this thread"))?;
+        let plane_bytes = self.plane_bytes();
+        let partial = self.cursor % plane_bytes;
+        let planes_here = self.cursor / plane_bytes;
+        let mut shipped = if planes_here > 0 {
+            self.ship(planes_here)
+        } else {
+            Ok(())
+        };
+        for s in 0..2 {
+            if shipped.is_ok() {
+                shipped = self.hand_over(s);
+            }
+        }
+        let planes = self.taken / plane_bytes;
+        let worker = self.worker.take().ok_or(StreamError::Finished)?;
+        let closed = worker.close(planes);
+        shipped?;
+        self.summary.sink_seconds = closed?.as_secs_f64();
+        self.summary.bytes = self.taken;
+        self.summary.planes = planes;
+        self.summary.seconds = self.started.elapsed().as_secs_f64();
+        check_complete(&self.plan, planes, partial)?;
+        Ok(self.summary.clone())
+    }
+}
+
+impl Drop for CudaTileStream {
+    /// Waits for work in flight, so that no buffer is freed under a copy.
+    fn drop(&mut self) {
+        let _ = self.gpu.context().synchronize();
+    }
+}
