@@ -9,7 +9,8 @@
 //! unit (up to 8 bytes), swizzles unit columns by row so that neither the
 //! loads nor the column reads conflict on banks, transposes `P x P` units in
 //! registers (the in-thread transpose) and stores along the output's
-//! contiguous dimension. Index arithmetic is 32-bit when the tensor fits.
+//! contiguous dimension; tiles shrink to extents smaller than 32 units.
+//! Index arithmetic is 32-bit when the tensor fits.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -338,47 +339,57 @@ fn transpose_kernel(
     let n = shape.len();
     let (b, a) = (n - 1, perm[n - 1]);
     let (na, nb) = (shape[a], shape[b]);
+    // P elements per unit: units of at most 8 bytes, shared memory (at most
+    // 1024 P^2 e bytes) within 32 KB, whole units in both extents
     let p = [8usize, 4, 2, 1]
         .into_iter()
-        .find(|&p| p * e <= 8 && na % p as i64 == 0 && nb % p as i64 == 0)
+        .find(|&p| {
+            p * e <= 8 && 1024 * p * p * e <= 32 * 1024 && na % p as i64 == 0 && nb % p as i64 == 0
+        })
         .unwrap_or(1);
-    let t = 32 * p as i64;
+    // units per tile along a and b: up to 32, fewer when the extent is smaller
+    let units = |n: i64| ((n as u64).div_ceil(p as u64)).next_power_of_two().min(32) as i64;
+    let (ua, ub) = (units(na), units(nb));
+    let (ta_len, tb_len) = (ua * p as i64, ub * p as i64);
     let batch: Vec<usize> = (0..n).filter(|&d| d != a && d != b).collect();
     let bx: Vec<i64> = batch.iter().map(|&d| shape[d]).collect();
-    let (tiles_a, tiles_b) = ((na + t - 1) / t, (nb + t - 1) / t);
+    let (tiles_a, tiles_b) = ((na + ta_len - 1) / ta_len, (nb + tb_len - 1) / tb_len);
     let tiles = tiles_a * tiles_b * bx.iter().product::<i64>();
     let source = format!(
         r#"{header}typedef {unit} unit_t;
 #define P {p}
-#define T {t}
+#define UA {ua}
+#define UB {ub}
 union pack_t {{ unit_t u; elem_t e[P]; }};
 extern "C" __global__ void __launch_bounds__(256) retile_transpose(const elem_t* __restrict__ in, elem_t* __restrict__ out) {{
-  __shared__ unit_t tile[T][32];
-  const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
+  __shared__ unit_t tile[UA * P][UB];
   for (idx_t bid = blockIdx.x; bid < {tiles}ull; bid += gridDim.x) {{
     idx_t tb = bid % {tiles_b}; idx_t rest = bid / {tiles_b};
     idx_t ta = rest % {tiles_a}; idx_t bi = rest / {tiles_a};
     idx_t in_base = 0, out_base = 0;
-    {decomp_in}    {decomp_out}    const idx_t a0 = ta * T, b0 = tb * T;
+    {decomp_in}    {decomp_out}    const idx_t a0 = ta * (UA * P), b0 = tb * (UB * P);
+    const int c_load = threadIdx.x % UB, u_store = threadIdx.x % UA;
     #pragma unroll 4
-    for (int a = ty; a < T; a += 8) {{
+    for (int a = threadIdx.x / UB; a < UA * P; a += 256 / UB) {{
+      const int c = c_load;
       unit_t v = 0;
-      idx_t ga = a0 + a, gb = b0 + (idx_t)tx * P;
+      idx_t ga = a0 + a, gb = b0 + (idx_t)c * P;
       if (ga < {na}ull && gb < {nb}ull) v = __ldg((const unit_t*)(in + in_base + ga * {sa} + gb));
-      tile[a][tx ^ ((a / P) & 31)] = v;
+      tile[a][c ^ ((a / P) % UB)] = v;
     }}
     __syncthreads();
     #pragma unroll
-    for (int c = ty; c < 32; c += 8) {{
+    for (int c = threadIdx.x / UA; c < UB; c += 256 / UA) {{
+      const int u = u_store;
       pack_t r[P];
       #pragma unroll
-      for (int k = 0; k < P; ++k) r[k].u = tile[tx * P + k][c ^ tx];
+      for (int k = 0; k < P; ++k) r[k].u = tile[u * P + k][c ^ (u % UB)];
       #pragma unroll
       for (int j = 0; j < P; ++j) {{
         pack_t o;
         #pragma unroll
         for (int k = 0; k < P; ++k) o.e[k] = r[k].e[j];
-        idx_t gb = b0 + (idx_t)c * P + j, ga = a0 + (idx_t)tx * P;
+        idx_t gb = b0 + (idx_t)c * P + j, ga = a0 + (idx_t)u * P;
         if (gb < {nb}ull && ga < {na}ull) *(unit_t*)(out + out_base + gb * {tb_stride} + ga) = o.u;
       }}
     }}

@@ -91,7 +91,7 @@ pub struct Transpose {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TransposePlan {
     /// The transform applies.
-    Applies(Transpose),
+    Applies(Box<Transpose>),
     /// It does not, and why.
     Rejected {
         /// The reason, naming the rule.
@@ -249,14 +249,14 @@ impl TransposeRequest {
         let mut block = vec![1; shape.len()];
         block[src_fast] = stores;
         block[dst_fast] = per_store.min(shape[dst_fast]);
-        Ok(TransposePlan::Applies(self.build(
+        Ok(TransposePlan::Applies(Box::new(self.build(
             shape,
             src_strides,
             dst_strides,
             src_fast,
             dst_fast,
             block,
-        )?))
+        )?)))
     }
 
     fn build(

@@ -28,10 +28,10 @@ pub enum Backend {
 /// ```
 pub enum AnyStream {
     /// The CPU engine.
-    Cpu(TileStream),
+    Cpu(Box<TileStream>),
     /// The CUDA engine.
     #[cfg(feature = "cuda")]
-    Cuda(crate::cuda::CudaTileStream),
+    Cuda(Box<crate::cuda::CudaTileStream>),
 }
 
 impl AnyStream {
@@ -43,13 +43,13 @@ impl AnyStream {
         sink: Box<dyn Sink>,
     ) -> Result<AnyStream, StreamError> {
         match backend {
-            Backend::Cpu { threads } => {
-                Ok(AnyStream::Cpu(TileStream::new(spec, fill, threads, sink)?))
-            }
+            Backend::Cpu { threads } => Ok(AnyStream::Cpu(Box::new(TileStream::new(
+                spec, fill, threads, sink,
+            )?))),
             #[cfg(feature = "cuda")]
-            Backend::Cuda => Ok(AnyStream::Cuda(crate::cuda::CudaTileStream::new(
+            Backend::Cuda => Ok(AnyStream::Cuda(Box::new(crate::cuda::CudaTileStream::new(
                 spec, fill, sink,
-            )?)),
+            )?))),
             #[cfg(not(feature = "cuda"))]
             Backend::Cuda => {
                 drop((spec, fill, sink));

@@ -3,15 +3,15 @@
 //! Each epoch's input goes host → device on one stream, a generated scatter
 //! kernel cuts it into padded tiles on a second, and the tiles go device →
 //! host on a third, ordered by events, so that the next epoch arrives while
-//! the last one leaves. Input in pinned host memory is copied by DMA
-//! straight from the caller's buffer; other host memory is staged through
-//! two pinned buffers. Device memory holds two epochs of input and two of
+//! the last one leaves. Large appends are copied straight from the
+//! caller's buffer (by DMA when it is pinned); small ones gather in two
+//! pinned staging buffers. Device memory holds two epochs of input and two of
 //! tiles, host memory two epochs of tiles, whatever the stream's length.
 
 use std::sync::Arc;
 use std::time::Instant;
 
-use cudarc::driver::sys::{CUdeviceptr, CUmemorytype, CUpointer_attribute};
+use cudarc::driver::sys::CUdeviceptr;
 use cudarc::driver::{
     result as cu, CudaEvent, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg,
 };
@@ -83,20 +83,10 @@ impl Drop for PinnedBuffer {
     }
 }
 
-/// Whether `data` lies in page-locked host memory (DMA-able as it is).
-fn is_pinned(data: &[u8]) -> bool {
-    let mut kind: u32 = 0;
-    // SAFETY: a query that writes one `CUmemorytype` into `kind`.
-    let status = unsafe {
-        cudarc::driver::sys::cuPointerGetAttribute(
-            &mut kind as *mut u32 as *mut std::ffi::c_void,
-            CUpointer_attribute::CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
-            data.as_ptr() as CUdeviceptr,
-        )
-    };
-    status == cudarc::driver::sys::CUresult::CUDA_SUCCESS
-        && kind == CUmemorytype::CU_MEMORYTYPE_HOST as u32
-}
+/// Appends at least this large are copied to the GPU straight from the
+/// caller's memory (by DMA when it is pinned; the driver stages pageable
+/// memory itself); smaller ones gather in the slot's staging buffer first.
+const DIRECT_BYTES: usize = 1 << 20;
 
 /// The scatter kernel of a plan: one launch cuts `planes` planes of input
 /// (at most one epoch) into the epoch's padded tiles, `unit` bytes at a time.
@@ -356,11 +346,15 @@ pub fn scatter_device(
     Ok(())
 }
 
+/// Host buffers of tiles: one in each slot's copy out, one at the sink.
+const HOST_BUFFERS: usize = 3;
+
 /// One of the two pipeline slots: device input and tiles, host tiles, events.
 struct Slot {
     input: CudaSlice<u8>,
     tiles: CudaSlice<u8>,
-    staging: PinnedBuffer,
+    /// Pinned copy of pageable input, made on the first such append.
+    staging: Option<PinnedBuffer>,
     /// The input copy into `input` is done.
     arrived: CudaEvent,
     /// The kernel has read `input` and written `tiles`.
@@ -384,7 +378,6 @@ pub struct CudaTileStream {
     copy_out: Arc<CudaStream>,
     slots: [Slot; 2],
     host_free: Vec<PinnedBuffer>,
-    host_allocated: usize,
     worker: Option<Worker<PinnedBuffer>>,
     cursor: u64,
     epoch: u64,
@@ -413,6 +406,9 @@ impl CudaTileStream {
         let gpu = Gpu::open().map_err(gpu_error)?;
         let plan = StreamPlan::new(&spec)?;
         let kernel = ScatterKernel::new(&plan, fill, 16);
+        // compile now, so that the first epoch does not pay for NVRTC
+        gpu.kernel("retile_scatter", kernel.source_text())
+            .map_err(gpu_error)?;
         let ctx = gpu.context().clone();
         // SAFETY: every cross-stream dependency below is ordered by explicit events.
         unsafe { ctx.disable_event_tracking() };
@@ -427,7 +423,7 @@ impl CudaTileStream {
                     .map_err(driver("allocating device input"))?,
                 tiles: unsafe { compute.alloc::<u8>(kernel.epoch_buffer_bytes as usize) }
                     .map_err(driver("allocating device tiles"))?,
-                staging: PinnedBuffer::new(&gpu, kernel.epoch_input_bytes as usize)?,
+                staging: None,
                 arrived: event()?,
                 scattered: event()?,
                 left: event()?,
@@ -444,9 +440,12 @@ impl CudaTileStream {
         sink.begin(&plan, fill)?;
         let worker = Worker::spawn(plan.clone(), sink);
         let summary = Summary {
-            buffer_bytes: 2 * plan.epoch_buffer_bytes(),
+            buffer_bytes: HOST_BUFFERS as u64 * plan.epoch_buffer_bytes(),
             ..Summary::default()
         };
+        let host_free = (0..HOST_BUFFERS)
+            .map(|_| PinnedBuffer::new(&gpu, kernel.epoch_buffer_bytes as usize))
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(CudaTileStream {
             plan,
             gpu,
@@ -455,8 +454,7 @@ impl CudaTileStream {
             compute,
             copy_out,
             slots,
-            host_free: Vec::new(),
-            host_allocated: 0,
+            host_free,
             worker: Some(worker),
             cursor: 0,
             epoch: 0,
@@ -489,8 +487,8 @@ impl CudaTileStream {
         }
     }
 
-    /// Appends input (any host memory; pinned memory goes by DMA without a
-    /// staging copy); returns how many bytes were taken.
+    /// Appends input (any host memory; large appends from pinned memory go
+    /// by DMA without a host copy); returns how many bytes were taken.
     pub fn append(&mut self, data: &[u8]) -> Result<usize, StreamError> {
         if self.worker.is_none() {
             return Err(StreamError::Finished);
@@ -503,13 +501,25 @@ impl CudaTileStream {
             .context()
             .bind_to_thread()
             .map_err(driver("binding the GPU to this thread"))?;
-        let pinned = is_pinned(data);
-        let mut src = &data[..take];
+        let parts = self.append_parts(&data[..take]);
+        // the caller's memory is released on return: every copy from it must be done
+        let copied = self
+            .copy_in
+            .synchronize()
+            .map_err(driver("copying input to the GPU"));
+        parts?;
+        copied?;
+        Ok(take)
+    }
+
+    /// Copies `src` epoch by epoch, shipping each full epoch; copies from
+    /// `src` may still run when this returns.
+    fn append_parts(&mut self, mut src: &[u8]) -> Result<(), StreamError> {
         while !src.is_empty() {
             let limit = self.epoch_planes() * self.plane_bytes();
             let n = ((limit - self.cursor) as usize).min(src.len());
             let started = Instant::now();
-            self.copy_in_part(&src[..n], pinned)?;
+            self.copy_in_part(&src[..n])?;
             self.summary.scatter_seconds += started.elapsed().as_secs_f64();
             self.cursor += n as u64;
             self.taken += n as u64;
@@ -518,12 +528,13 @@ impl CudaTileStream {
                 self.ship(self.epoch_planes())?;
             }
         }
-        Ok(take)
+        Ok(())
     }
 
-    /// Puts `part` at the cursor of the current slot's device input: by DMA
-    /// from pinned memory, else through the slot's staging buffer.
-    fn copy_in_part(&mut self, part: &[u8], pinned: bool) -> Result<(), StreamError> {
+    /// Puts `part` at the cursor of the current slot's device input: large
+    /// parts straight from the caller's memory, small ones through the
+    /// slot's staging buffer.
+    fn copy_in_part(&mut self, part: &[u8]) -> Result<(), StreamError> {
         let s = (self.epoch % 2) as usize;
         if self.cursor == 0 {
             // two epochs ago this slot's input was copied up and read by the kernel
@@ -535,27 +546,32 @@ impl CudaTileStream {
                 .synchronize()
                 .map_err(driver("waiting for an earlier scatter"))?;
         }
-        if !pinned {
+        if part.len() < DIRECT_BYTES {
             let (c, slot) = (self.cursor as usize, &mut self.slots[s]);
-            slot.staging.as_mut()[c..c + part.len()].copy_from_slice(part);
+            let staging = match &mut slot.staging {
+                Some(buffer) => buffer,
+                staging => staging.insert(PinnedBuffer::new(
+                    &self.gpu,
+                    self.kernel.epoch_input_bytes as usize,
+                )?),
+            };
+            staging.as_mut()[c..c + part.len()].copy_from_slice(part);
             slot.pending.get_or_insert(self.cursor);
             return Ok(());
         }
         self.send_staged(s)?;
         let (base, _guard) = self.slots[s].input.device_ptr(&self.copy_in);
-        // SAFETY: `part` is pinned host memory; the copy is awaited before
-        // `part` goes back to the caller.
+        // SAFETY: `append` awaits the copy before `part` goes back to the
+        // caller (pageable memory the driver stages before returning).
         unsafe { cu::memcpy_htod_async(base + self.cursor, part, self.copy_in.cu_stream()) }
-            .map_err(driver("copying pinned input to the GPU"))?;
-        self.copy_in
-            .synchronize()
-            .map_err(driver("copying pinned input to the GPU"))
+            .map_err(driver("copying input to the GPU"))?;
+        Ok(())
     }
 
     /// Starts the copy of slot `s`'s staged bytes (up to the cursor) to the GPU.
     fn send_staged(&mut self, s: usize) -> Result<(), StreamError> {
         let slot = &mut self.slots[s];
-        let Some(from) = slot.pending.take() else {
+        let (Some(from), Some(staging)) = (slot.pending.take(), slot.staging.as_ref()) else {
             return Ok(());
         };
         let (base, _guard) = slot.input.device_ptr(&self.copy_in);
@@ -565,7 +581,7 @@ impl CudaTileStream {
         unsafe {
             cu::memcpy_htod_async(
                 base + from,
-                &slot.staging.as_ref()[range],
+                &staging.as_ref()[range],
                 self.copy_in.cu_stream(),
             )
         }
@@ -576,6 +592,9 @@ impl CudaTileStream {
     fn ship(&mut self, planes: u64) -> Result<(), StreamError> {
         let s = (self.epoch % 2) as usize;
         self.send_staged(s)?;
+        // the tiles of two epochs ago left this slot long ago; the previous
+        // epoch's are still on their way and are handed over next time
+        self.hand_over(s)?;
         let mut host = self.host_buffer()?;
         let slot = &mut self.slots[s];
         let (input, _r) = slot.input.device_ptr(&self.copy_in);
@@ -612,7 +631,7 @@ impl CudaTileStream {
         self.summary.tiles += self.plan.m();
         self.epoch += 1;
         self.cursor = 0;
-        self.hand_over(1 - s)
+        Ok(())
     }
 
     /// Gives slot `s`'s finished tiles to the sink once they reached the host.
@@ -630,8 +649,8 @@ impl CudaTileStream {
         Ok(())
     }
 
-    /// A host buffer for an epoch's tiles: a free one, a new one (at most
-    /// three exist), or the next the sink gives back.
+    /// A host buffer for an epoch's tiles: a free one, or the next the sink
+    /// gives back.
     fn host_buffer(&mut self) -> Result<PinnedBuffer, StreamError> {
         let worker = self.worker.as_ref().ok_or(StreamError::Finished)?;
         while let Ok(returned) = worker.returned.try_recv() {
@@ -639,10 +658,6 @@ impl CudaTileStream {
         }
         if let Some(b) = self.host_free.pop() {
             return Ok(b);
-        }
-        if self.host_allocated < 3 {
-            self.host_allocated += 1;
-            return PinnedBuffer::new(&self.gpu, self.kernel.epoch_buffer_bytes as usize);
         }
         let waited = Instant::now();
         let b = worker
@@ -671,7 +686,12 @@ impl CudaTileStream {
         } else {
             Ok(())
         };
-        for s in 0..2 {
+        // the older epoch first: sinks see epochs in order
+        let older = usize::from(
+            self.slots[1].outgoing.as_ref().map(|o| o.0)
+                < self.slots[0].outgoing.as_ref().map(|o| o.0),
+        );
+        for s in [older, 1 - older] {
             if shipped.is_ok() {
                 shipped = self.hand_over(s);
             }
@@ -680,7 +700,10 @@ impl CudaTileStream {
         let worker = self.worker.take().ok_or(StreamError::Finished)?;
         let closed = worker.close(planes);
         shipped?;
-        self.summary.sink_seconds = closed?.as_secs_f64();
+        let (sink_time, returned) = closed?;
+        // pinned buffers are freed when the stream is dropped: unpinning is slow
+        self.host_free.extend(returned);
+        self.summary.sink_seconds = sink_time.as_secs_f64();
         self.summary.bytes = self.taken;
         self.summary.planes = planes;
         self.summary.seconds = self.started.elapsed().as_secs_f64();

@@ -112,18 +112,20 @@ impl<B: AsRef<[u8]> + Send + 'static> Worker<B> {
     }
 
     /// Finalises the sink after `planes` planes and returns the time it
-    /// spent writing; every error the sink met on the way is reported.
-    pub fn close(self, planes: u64) -> Result<Duration, StreamError> {
+    /// spent writing and the buffers it gave back (the caller decides when
+    /// to free them); every error the sink met on the way is reported.
+    pub fn close(self, planes: u64) -> Result<(Duration, Vec<B>), StreamError> {
         let sent = self.jobs.send(Job::Finish { planes });
         let joined = self
             .handle
             .join()
             .map_err(|_| StreamError::Sink("the sink thread panicked".into()));
+        let mut buffers = Vec::new();
         while let Ok(result) = self.returned.try_recv() {
-            result?;
+            buffers.push(result?);
         }
         sent.map_err(|_| StreamError::Sink("the sink thread stopped".into()))?;
-        joined?
+        Ok((joined??, buffers))
     }
 }
 
@@ -316,7 +318,7 @@ impl TileStream {
         let worker = self.worker.take().ok_or(StreamError::Finished)?;
         let closed = worker.close(planes);
         shipped?;
-        self.summary.sink_seconds = closed?.as_secs_f64();
+        self.summary.sink_seconds = closed?.0.as_secs_f64();
         self.summary.bytes = self.taken;
         self.summary.planes = planes;
         self.summary.seconds = self.started.elapsed().as_secs_f64();
