@@ -339,17 +339,18 @@ fn transpose_kernel(
     let n = shape.len();
     let (b, a) = (n - 1, perm[n - 1]);
     let (na, nb) = (shape[a], shape[b]);
-    // P elements per unit: units of at most 8 bytes, shared memory (at most
-    // 1024 P^2 e bytes) within 32 KB, whole units in both extents
+    // P elements per unit: units of at most 8 bytes, whole units in both extents
     let p = [8usize, 4, 2, 1]
         .into_iter()
-        .find(|&p| {
-            p * e <= 8 && 1024 * p * p * e <= 32 * 1024 && na % p as i64 == 0 && nb % p as i64 == 0
-        })
+        .find(|&p| p * e <= 8 && na % p as i64 == 0 && nb % p as i64 == 0)
         .unwrap_or(1);
-    // units per tile along a and b: up to 32, fewer when the extent is smaller
+    // units per tile along a and b: up to 32, fewer when the extent is
+    // smaller; along a also few enough that the tile fits in 32 KB of shared
+    // memory (UA * P rows of UB units of P * e bytes)
     let units = |n: i64| ((n as u64).div_ceil(p as u64)).next_power_of_two().min(32) as i64;
-    let (ua, ub) = (units(na), units(nb));
+    let ub = units(nb);
+    let fit = (32 * 1024 / (p as i64 * ub * (p * e) as i64)).max(1);
+    let ua = units(na).min(1 << (63 - fit.leading_zeros()));
     let (ta_len, tb_len) = (ua * p as i64, ub * p as i64);
     let batch: Vec<usize> = (0..n).filter(|&d| d != a && d != b).collect();
     let bx: Vec<i64> = batch.iter().map(|&d| shape[d]).collect();
