@@ -109,6 +109,11 @@ impl Gpu {
     }
 
     /// The device's name.
+    ///
+    /// ```no_run
+    /// println!("{}", retile_copy::gpu::Gpu::open()?.name());
+    /// # Ok::<(), retile_copy::CopyError>(())
+    /// ```
     pub fn name(&self) -> String {
         self.ctx.name().unwrap_or_else(|_| "unknown GPU".into())
     }
@@ -135,6 +140,12 @@ impl Gpu {
     }
 
     /// Compiles `source` (once; later calls reuse it) and returns kernel `name`.
+    ///
+    /// ```no_run
+    /// let gpu = retile_copy::gpu::Gpu::open()?;
+    /// let f = gpu.kernel("noop", "extern \"C\" __global__ void noop() {}")?;
+    /// # Ok::<(), retile_copy::CopyError>(())
+    /// ```
     pub fn kernel(&self, name: &str, source: &str) -> Result<CudaFunction> {
         let mut cache = self
             .kernels
@@ -165,7 +176,12 @@ impl Gpu {
     }
 }
 
-/// C type names of an element of `bytes` bytes and of a unit of `bytes`.
+/// The CUDA C type that moves `bytes` bytes in one access (16: `uint4`).
+///
+/// ```
+/// assert_eq!(retile_copy::gpu::c_type(8), "unsigned long long");
+/// assert_eq!(retile_copy::gpu::c_type(16), "uint4");
+/// ```
 pub fn c_type(bytes: usize) -> &'static str {
     match bytes {
         1 => "unsigned char",

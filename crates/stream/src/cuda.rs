@@ -241,11 +241,23 @@ extern "C" __global__ void __launch_bounds__(256) retile_scatter(const elem_t* _
     }
 
     /// Bytes per unit the kernel moves.
+    ///
+    /// ```
+    /// use retile_stream::{cuda::ScatterKernel, DType, StreamPlan, StreamSpec};
+    /// let plan = StreamPlan::new(&StreamSpec::new(DType::U8, vec![0, 9, 10], vec![2, 3, 5]).unwrap()).unwrap();
+    /// assert_eq!(ScatterKernel::new(&plan, &[0], 16).unit(), 1);
+    /// ```
     pub fn unit(&self) -> usize {
         self.unit
     }
 
     /// The CUDA source, with the plan's constants baked in.
+    ///
+    /// ```
+    /// use retile_stream::{cuda::ScatterKernel, DType, StreamPlan, StreamSpec};
+    /// let plan = StreamPlan::new(&StreamSpec::new(DType::I16, vec![0, 2048, 2048], vec![64, 64, 64]).unwrap()).unwrap();
+    /// assert!(ScatterKernel::new(&plan, &[0, 0], 16).source_text().contains("retile_scatter"));
+    /// ```
     pub fn source_text(&self) -> &str {
         &self.source
     }
@@ -390,6 +402,15 @@ pub struct CudaTileStream {
 impl CudaTileStream {
     /// A stream of `spec` on GPU 0 with element `fill` for padding, writing
     /// to `sink`; says clearly when there is no GPU.
+    ///
+    /// ```no_run
+    /// use retile_stream::{cuda::CudaTileStream, DType, MemorySink, StreamSpec};
+    /// let spec = StreamSpec::new(DType::U16, vec![0, 512, 512], vec![64, 128, 128]).unwrap();
+    /// let sink = MemorySink::new();
+    /// let mut stream = CudaTileStream::new(spec, &[0, 0], Box::new(sink.clone())).unwrap();
+    /// stream.append(&vec![0u8; 64 * 512 * 512 * 2]).unwrap();
+    /// assert_eq!(stream.finish().unwrap().planes, 64);
+    /// ```
     pub fn new(
         spec: StreamSpec,
         fill: &[u8],
