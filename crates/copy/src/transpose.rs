@@ -334,8 +334,9 @@ fn gcd(a: i64, b: i64) -> i64 {
     }
 }
 
+/// `ceil(a / b)` for `a >= 0`, `b >= 1`, without overflow.
 fn ceil_div(a: i64, b: i64) -> i64 {
-    (a + b - 1) / b
+    a / b + i64::from(a % b != 0)
 }
 
 impl Transpose {

@@ -48,14 +48,18 @@ pub fn vector_width(src: &Layout, dst: &Layout, element_bits: i64, max_bits: i64
     ))
 }
 
-/// The largest `w <= cap` dividing `common` and `align` (align 0 = any).
+/// No access is wider than this many elements (1-bit elements in 4 KB).
+const WIDEST_ACCESS: i64 = 1 << 15;
+
+/// The largest `w <= cap` (and at most [`WIDEST_ACCESS`]) dividing
+/// `common` and `align` (align 0 = any).
 pub(crate) fn widest(common: i64, cap: i64, align: i64) -> i64 {
     let g = if align == 0 {
         common
     } else {
         gcd(common, align)
     };
-    (1..=cap.min(g).max(1))
+    (1..=cap.min(g).clamp(1, WIDEST_ACCESS))
         .rev()
         .find(|w| g % w == 0)
         .unwrap_or(1)
