@@ -149,10 +149,30 @@ fn random_requests_often_apply() {
 fn hostile_requests_are_answered_without_panics() {
     let big = i64::MAX;
     let l = |t: &str| t.parse::<Layout>().unwrap();
-    for (threads, bits, max) in [(big, 1, big), (1, 1, big / 2), (0, 16, 128), (256, 0, 128), (256, 64, 32)] {
-        let _ = TransposeRequest::new(threads, bits, max, l("(256,16):(1,256)"), l("(256,16):(16,1)")).plan();
+    for (threads, bits, max) in [
+        (big, 1, big),
+        (1, 1, big / 2),
+        (0, 16, 128),
+        (256, 0, 128),
+        (256, 64, 32),
+    ] {
+        let _ = TransposeRequest::new(
+            threads,
+            bits,
+            max,
+            l("(256,16):(1,256)"),
+            l("(256,16):(16,1)"),
+        )
+        .plan();
     }
     let prime = "2305843009213693951:1";
-    assert_eq!(retile_copy::vector_width(&l(prime), &l(prime), 1, big).unwrap(), 1);
-    assert!(TransposeRequest::new(8, 8, 128, l("(4,4):(1,4)"), l("(4,5):(5,1)")).plan().is_err());
+    assert_eq!(
+        retile_copy::vector_width(&l(prime), &l(prime), 1, big).unwrap(),
+        1
+    );
+    assert!(
+        TransposeRequest::new(8, 8, 128, l("(4,4):(1,4)"), l("(4,5):(5,1)"))
+            .plan()
+            .is_err()
+    );
 }

@@ -2,7 +2,7 @@
 
 use crate::error::{mul, LayoutError, Result};
 use crate::int_tuple::IntTuple;
-use crate::layout::{Layout, Modes};
+use crate::layout::{Layout, LayoutBuilder, Modes};
 
 /// Appends the merge of `modes` to `out`: size-1 modes vanish, and `s0:d0`
 /// followed by `s1:(s0*d0)` becomes `(s0*s1):d0`; nothing left gives `1:0`.
@@ -100,12 +100,17 @@ pub(crate) fn by_mode(
     count: usize,
     mut f: impl FnMut(usize, Layout) -> Result<Layout>,
 ) -> Result<Layout> {
-    let modes = layout
-        .modes_iter()
-        .enumerate()
-        .map(|(i, m)| if i < count { f(i, m) } else { Ok(m) })
-        .collect::<Result<Vec<_>>>()?;
-    Ok(Layout::from_modes(modes))
+    let mut out = LayoutBuilder::default();
+    out.open();
+    for (i, mode) in layout.modes_iter().enumerate() {
+        if i < count {
+            out.push(&f(i, mode)?);
+        } else {
+            out.push(&mode);
+        }
+    }
+    out.close();
+    Ok(out.finish())
 }
 
 /// Filter: drop stride-0 and size-1 modes, then coalesce.

@@ -6,7 +6,7 @@ use crate::coalesce::coalesced_modes;
 use crate::complement::complement_leaves;
 use crate::composition::{apply_tiler, composition};
 use crate::error::{LayoutError, Result};
-use crate::layout::Layout;
+use crate::layout::{Layout, LayoutBuilder};
 use crate::tiler::Tiler;
 
 /// `logical_divide(A, T)`: for a layout tiler B,
@@ -23,7 +23,12 @@ pub fn logical_divide(a: &Layout, tiler: &Tiler) -> Result<Layout> {
     apply_tiler("logical_divide", a, tiler, &|a, b| {
         let cotarget: SmallVec<[i64; 8]> = coalesced_modes(a)?.iter().map(|m| m.0).collect();
         let rest = complement_leaves(b, &cotarget)?;
-        composition(a, &Layout::from_modes([b.clone(), rest]))
+        let mut pair = LayoutBuilder::default();
+        pair.open();
+        pair.push(b);
+        pair.push(&rest);
+        pair.close();
+        composition(a, &pair.finish())
     })
 }
 
@@ -67,31 +72,55 @@ pub fn flat_divide(a: &Layout, tiler: &Tiler) -> Result<Layout> {
 /// CuTe's `tile_unzip`: regroups a by-mode result `((t0,r0),(t1,r1),x...)`
 /// as `((t0,t1),(r0,r1,x...))`; with a layout tiler it is already `(t, r)`.
 pub(crate) fn tile_unzip(layout: &Layout, guide: &Tiler) -> Result<Layout> {
-    let (tiles, rests) = unzip(layout, guide)?;
-    Ok(Layout::from_modes(vec![tiles, rests]))
+    let (mut tiles, mut rests) = (LayoutBuilder::default(), LayoutBuilder::default());
+    unzip_into(layout, guide, &mut tiles, &mut rests)?;
+    let mut out = LayoutBuilder::default();
+    out.open();
+    out.push(&tiles.finish());
+    out.push(&rests.finish());
+    out.close();
+    Ok(out.finish())
 }
 
-fn unzip(layout: &Layout, guide: &Tiler) -> Result<(Layout, Layout)> {
+/// Appends the tile part of `layout` (as `guide` splits it) to `tiles` and
+/// the rest to `rests`, one item each.
+fn unzip_into(
+    layout: &Layout,
+    guide: &Tiler,
+    tiles: &mut LayoutBuilder,
+    rests: &mut LayoutBuilder,
+) -> Result<()> {
     match guide {
         Tiler::Modes(gs) => {
-            let modes = layout.modes();
-            let mut tiles = Vec::with_capacity(gs.len());
-            let mut rests = Vec::with_capacity(modes.len());
-            for (mode, g) in modes.iter().zip(gs) {
-                let (t, r) = unzip(mode, g)?;
-                tiles.push(t);
-                rests.push(r);
+            let (mut t, mut r) = (LayoutBuilder::default(), LayoutBuilder::default());
+            t.open();
+            r.open();
+            for (i, mode) in layout.modes_iter().enumerate() {
+                match gs.get(i) {
+                    Some(g) => unzip_into(&mode, g, &mut t, &mut r)?,
+                    None => r.push(&mode),
+                }
             }
-            rests.extend(modes.into_iter().skip(gs.len()));
-            Ok((Layout::from_modes(tiles), Layout::from_modes(rests)))
+            t.close();
+            r.close();
+            tiles.push(&t.finish());
+            rests.push(&r.finish());
+            Ok(())
         }
-        Tiler::Layout(_) | Tiler::Underscore => match layout.modes().as_slice() {
-            [tile, rest] if !layout.is_leaf() => Ok((tile.clone(), rest.clone())),
-            _ => Err(LayoutError::RankMismatch {
-                op: "zipped divide/product",
-                reason: format!("mode {layout} must have rank 2 (tile, rest) to be unzipped; a `_` tiler mode can only stand for such a mode"),
-            }),
-        },
+        Tiler::Layout(_) | Tiler::Underscore => {
+            let mut modes = layout.modes_iter();
+            match (layout.is_leaf(), modes.next(), modes.next(), modes.next()) {
+                (false, Some(tile), Some(rest), None) => {
+                    tiles.push(&tile);
+                    rests.push(&rest);
+                    Ok(())
+                }
+                _ => Err(LayoutError::RankMismatch {
+                    op: "zipped divide/product",
+                    reason: format!("mode {layout} must have rank 2 (tile, rest) to be unzipped; a `_` tiler mode can only stand for such a mode"),
+                }),
+            }
+        }
     }
 }
 

@@ -58,6 +58,12 @@ impl LayoutBuilder {
         self.layout.profile.extend_from_slice(&flat.profile);
     }
 
+    /// Appends `part` as one item (a mode, or a tuple of modes).
+    pub fn push(&mut self, part: &Layout) {
+        self.layout.modes.extend_from_slice(&part.modes);
+        self.layout.profile.extend_from_slice(&part.profile);
+    }
+
     /// The layout built.
     pub fn finish(self) -> Layout {
         self.layout

@@ -369,5 +369,8 @@ fn memory_stays_at_two_epochs_whatever_the_length() {
     // a second epoch buffer exists only while the sink still holds the
     // first, so a fast sink may need one: the bound, not the count, is fixed
     let epoch = 64 * 64 * 4 * 2;
-    assert!(peaks.iter().all(|&p| p == epoch || p == 2 * epoch), "{peaks:?}");
+    assert!(
+        peaks.iter().all(|&p| p == epoch || p == 2 * epoch),
+        "{peaks:?}"
+    );
 }
