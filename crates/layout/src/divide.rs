@@ -23,12 +23,7 @@ pub fn logical_divide(a: &Layout, tiler: &Tiler) -> Result<Layout> {
     apply_tiler("logical_divide", a, tiler, &|a, b| {
         let cotarget: SmallVec<[i64; 8]> = coalesced_modes(a)?.iter().map(|m| m.0).collect();
         let rest = complement_leaves(b, &cotarget)?;
-        let mut pair = LayoutBuilder::default();
-        pair.open();
-        pair.push(b);
-        pair.push(&rest);
-        pair.close();
-        composition(a, &pair.finish())
+        composition(a, &Layout::pair(b, &rest))
     })
 }
 
@@ -74,12 +69,7 @@ pub fn flat_divide(a: &Layout, tiler: &Tiler) -> Result<Layout> {
 pub(crate) fn tile_unzip(layout: &Layout, guide: &Tiler) -> Result<Layout> {
     let (mut tiles, mut rests) = (LayoutBuilder::default(), LayoutBuilder::default());
     unzip_into(layout, guide, &mut tiles, &mut rests)?;
-    let mut out = LayoutBuilder::default();
-    out.open();
-    out.push(&tiles.finish());
-    out.push(&rests.finish());
-    out.close();
-    Ok(out.finish())
+    Ok(Layout::pair(&tiles.finish(), &rests.finish()))
 }
 
 /// Appends the tile part of `layout` (as `guide` splits it) to `tiles` and

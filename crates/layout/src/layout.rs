@@ -205,6 +205,16 @@ impl Layout {
         out
     }
 
+    /// The rank-2 layout `(first, second)`, built without moving either.
+    pub(crate) fn pair(first: &Layout, second: &Layout) -> Layout {
+        let mut out = LayoutBuilder::default();
+        out.open();
+        out.push(first);
+        out.push(second);
+        out.close();
+        out.finish()
+    }
+
     /// A flat layout from `(extent, stride)` pairs: a single pair gives an
     /// integer layout, several a tuple, none the layout `1:0`.
     pub(crate) fn from_flat(modes: &[(i64, i64)]) -> Layout {

@@ -25,7 +25,7 @@ pub fn logical_product(a: &Layout, tiler: &Tiler) -> Result<Layout> {
 fn layout_product(a: &Layout, b: &Layout) -> Result<Layout> {
     let cotarget = mul(a.size()?, b.cosize()?, "a product's cotarget")?;
     let rest = complement(a, &IntTuple::Int(cotarget))?;
-    Ok(Layout::from_modes(vec![a.clone(), composition(&rest, b)?]))
+    Ok(Layout::pair(a, &composition(&rest, b)?))
 }
 
 /// `zipped_product(A, T)`: `((A modes...), (repeat modes...))`.
