@@ -63,6 +63,9 @@ fn describe(t: &Transpose, show: i64) -> Result<String, String> {
         },
         t.shuffle
     );
+    if t.loads + t.stores > 4096 {
+        return Ok(out + "(each thread makes over 4096 accesses; not listed)\n");
+    }
     for thread in 0..show.min(t.threads) {
         let loads = t.loads_of(thread).map_err(|e| e.to_string())?;
         let stores = t.stores_of(thread).map_err(|e| e.to_string())?;

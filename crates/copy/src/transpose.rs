@@ -286,10 +286,20 @@ impl TransposeRequest {
         );
         let cap = self.max_bits / self.element_bits;
         let align = |strides: &[i64], fragment: &Layout| {
+            // gcd(g, block * stride) without forming a product that may not
+            // fit: with d = gcd(g, stride), it is d * gcd(g / d, block); for
+            // g = 0 (no constraint yet) it is |block * stride|, or |stride|
+            // (a divisor, so a stricter bound) when that overflows
             let steps = (0..shape.len())
                 .filter(|&d| grid[d] > 1)
-                .map(|d| block[d] * strides[d]);
-            steps.fold(alignment(fragment), gcd)
+                .map(|d| (block[d], strides[d]));
+            steps.fold(alignment(fragment), |g, (b, s)| match g {
+                0 => s.checked_mul(b).map_or(s.abs(), i64::abs),
+                _ => {
+                    let d = gcd(g, s).max(1);
+                    d * gcd(g / d, b)
+                }
+            })
         };
         let load_width = widest(
             max_common_vector(&src_fragment, &load_order)?,

@@ -98,6 +98,11 @@ impl RegisterLayout {
                 tv.rank()
             )));
         }
+        if let Some(bad) = shape.iter().find(|&&s| s < 1) {
+            return Err(RegisterError::Operation(format!(
+                "a tile's extents must be positive, got {bad} in {shape:?}"
+            )));
+        }
         let columns = column_strides(shape)?;
         let mode_leaves = |i: usize| {
             tv.mode(i)

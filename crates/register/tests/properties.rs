@@ -187,3 +187,10 @@ fn division_succeeds_on_most_composed_pairs() {
         "only {divided} of {tried} composed pairs divided back"
     );
 }
+
+#[test]
+fn thread_value_layouts_over_non_positive_shapes_are_errors() {
+    let tv: retile_layout::Layout = "((4,8),(2,2)):((32,1),(16,8))".parse().unwrap();
+    assert!(RegisterLayout::from_tv(&tv, &[0, 8]).is_err());
+    assert!(RegisterLayout::from_tv(&tv, &[16, -8]).is_err());
+}

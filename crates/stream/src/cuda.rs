@@ -146,7 +146,7 @@ impl ScatterKernel {
         let epoch_input_bytes = tile[0] * plane * e as u64;
         let mut pattern = [0u8; 16];
         for (i, b) in pattern.iter_mut().enumerate() {
-            *b = fill[i % e];
+            *b = fill.get(i % e).copied().unwrap_or(0);
         }
         let fill = [
             u64::from_le_bytes(pattern[..8].try_into().unwrap_or([0; 8])),
