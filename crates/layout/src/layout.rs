@@ -33,6 +33,15 @@ pub(crate) enum Token {
     Leaf,
 }
 
+/// Appends `items` element by element: for the few items of a layout this
+/// beats `extend_from_slice`, whose `memmove` call costs more than the copy.
+fn append<A: smallvec::Array>(v: &mut SmallVec<A>, items: &[A::Item])
+where
+    A::Item: Copy,
+{
+    v.extend(items.iter().copied());
+}
+
 /// Builds a layout token by token, without intermediate layouts.
 #[derive(Default)]
 pub(crate) struct LayoutBuilder {
@@ -54,14 +63,14 @@ impl LayoutBuilder {
     /// several: a flat tuple; none: `1:0`).
     pub fn mode(&mut self, leaves: &[(i64, i64)]) {
         let flat = Layout::from_flat(leaves);
-        self.layout.modes.extend_from_slice(&flat.modes);
-        self.layout.profile.extend_from_slice(&flat.profile);
+        append(&mut self.layout.modes, &flat.modes);
+        append(&mut self.layout.profile, &flat.profile);
     }
 
     /// Appends `part` as one item (a mode, or a tuple of modes).
     pub fn push(&mut self, part: &Layout) {
-        self.layout.modes.extend_from_slice(&part.modes);
-        self.layout.profile.extend_from_slice(&part.profile);
+        append(&mut self.layout.modes, &part.modes);
+        append(&mut self.layout.profile, &part.profile);
     }
 
     /// The layout built.
@@ -198,8 +207,8 @@ impl Layout {
         };
         out.profile.push(OPEN);
         for m in modes {
-            out.modes.extend_from_slice(&m.modes);
-            out.profile.extend_from_slice(&m.profile);
+            append(&mut out.modes, &m.modes);
+            append(&mut out.profile, &m.profile);
         }
         out.profile.push(CLOSE);
         out
@@ -218,7 +227,7 @@ impl Layout {
     /// A flat layout from `(extent, stride)` pairs: a single pair gives an
     /// integer layout, several a tuple, none the layout `1:0`.
     pub(crate) fn from_flat(modes: &[(i64, i64)]) -> Layout {
-        Layout::from_flat_modes(SmallVec::from_slice(modes))
+        Layout::from_flat_modes(modes.iter().copied().collect())
     }
 
     /// The nesting tokens, in order.
@@ -386,8 +395,8 @@ impl Layout {
 
     fn sub(&self, (start, end, leaf, n): (usize, usize, usize, usize)) -> Layout {
         Layout {
-            modes: SmallVec::from_slice(&self.modes[leaf..leaf + n]),
-            profile: SmallVec::from_slice(&self.profile[start..end]),
+            modes: self.modes[leaf..leaf + n].iter().copied().collect(),
+            profile: self.profile[start..end].iter().copied().collect(),
         }
     }
 
