@@ -15,7 +15,7 @@ use std::fmt;
 
 use retile_layout::{composition, idx2crd, max_common_vector, right_inverse, IntTuple, Layout};
 
-use crate::vector::{alignment, widest};
+use crate::vector::{alignment, gcd, widest};
 use crate::{CopyError, Result};
 
 /// What to plan: a tile (coordinates → offsets on both sides) and who moves it.
@@ -118,6 +118,11 @@ fn invalid(message: String) -> CopyError {
     CopyError::Invalid(message)
 }
 
+/// A flat tuple of integers.
+fn tuple(values: &[i64]) -> IntTuple {
+    IntTuple::Tuple(values.iter().map(|&x| IntTuple::Int(x)).collect())
+}
+
 /// The compact layout over `block` whose register order follows `strides`
 /// ascending (the fastest dimension fills consecutive registers).
 fn register_order(block: &[i64], strides: &[i64]) -> Result<Layout> {
@@ -129,7 +134,6 @@ fn register_order(block: &[i64], strides: &[i64]) -> Result<Layout> {
         reg_stride[d] = acc;
         acc *= block[d];
     }
-    let tuple = |v: &[i64]| IntTuple::Tuple(v.iter().map(|&x| IntTuple::Int(x)).collect());
     Ok(Layout::new(tuple(block), tuple(&reg_stride))?)
 }
 
@@ -275,10 +279,8 @@ impl TransposeRequest {
             .collect();
         let mut order: Vec<usize> = (0..shape.len()).collect();
         order.sort_by_key(|&d| (src_strides[d].abs(), d));
-        let fragment = |strides: &[i64]| -> Result<Layout> {
-            let t = |v: &[i64]| IntTuple::Tuple(v.iter().map(|&x| IntTuple::Int(x)).collect());
-            Ok(Layout::new(t(&block), t(strides))?)
-        };
+        let fragment =
+            |strides: &[i64]| -> Result<Layout> { Ok(Layout::new(tuple(&block), tuple(strides))?) };
         let (src_fragment, dst_fragment) = (fragment(&src_strides)?, fragment(&dst_strides)?);
         let (load_order, store_order) = (
             register_order(&block, &src_strides)?,
@@ -336,14 +338,6 @@ impl TransposeRequest {
     }
 }
 
-fn gcd(a: i64, b: i64) -> i64 {
-    if b == 0 {
-        a.abs()
-    } else {
-        gcd(b, a % b)
-    }
-}
-
 /// `ceil(a / b)` for `a >= 0`, `b >= 1`, without overflow.
 fn ceil_div(a: i64, b: i64) -> i64 {
     a / b + i64::from(a % b != 0)
@@ -394,7 +388,7 @@ impl Transpose {
     /// `order`, `width` registers per access, along `dim`.
     fn accesses(&self, thread: i64, order: &Layout, width: i64, dim: usize) -> Result<Vec<Access>> {
         let inverse = right_inverse(order)?;
-        let block_shape = IntTuple::Tuple(self.block.iter().map(|&b| IntTuple::Int(b)).collect());
+        let block_shape = tuple(&self.block);
         let count = self.block.iter().product::<i64>() / width;
         let mut out = Vec::new();
         for origin in self.block_origins(thread) {

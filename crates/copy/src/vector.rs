@@ -4,7 +4,8 @@ use retile_layout::{max_common_vector, Layout};
 
 use crate::{CopyError, Result};
 
-fn gcd(a: i64, b: i64) -> i64 {
+/// Greatest common divisor (non-negative).
+pub(crate) fn gcd(a: i64, b: i64) -> i64 {
     if b == 0 {
         a.abs()
     } else {

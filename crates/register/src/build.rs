@@ -1,7 +1,7 @@
 //! The primitive layouts: spatial, local, their column-major forms,
 //! replication and `auto_local_spatial`.
 
-use crate::{product, py_list, RegisterError, RegisterLayout, Result};
+use crate::{has_repeats, product, py_list, RegisterError, RegisterLayout, Result};
 
 /// One thread per element, threads numbered row-major.
 ///
@@ -155,9 +155,7 @@ fn ranked_modes(shape: &[i64], ranks: Option<&[i64]>) -> Result<Vec<i64>> {
             ranks.len()
         )));
     }
-    let mut sorted = ranks.to_vec();
-    sorted.sort_unstable();
-    if sorted.windows(2).any(|w| w[0] == w[1]) {
+    if has_repeats(ranks) {
         return Err(RegisterError::Operation(format!(
             "Ranks must be unique, got {}",
             py_list(ranks)

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::ops::Range;
 
-use crate::{product, py_list, RegisterError, Result};
+use crate::{has_repeats, product, py_list, RegisterError, Result};
 
 /// A register layout in canonical form (see the crate docs).
 ///
@@ -378,8 +378,7 @@ fn validate(
         }
         used.push(m);
     }
-    used.sort_unstable();
-    if used.windows(2).any(|w| w[0] == w[1]) {
+    if has_repeats(&used) {
         return Err(RegisterError::Invalid(
             "Thread dims and local dims must be unique".into(),
         ));

@@ -4,7 +4,7 @@
 
 use std::ops::Range;
 
-use crate::{product, py_list, RegisterError, RegisterLayout, Result};
+use crate::{has_repeats, product, py_list, RegisterError, RegisterLayout, Result};
 
 fn operation(message: String) -> RegisterError {
     RegisterError::Operation(message)
@@ -18,9 +18,7 @@ fn check_dims(dims: &[i64], bound: usize) -> Result<()> {
             py_list(dims)
         )));
     }
-    let mut sorted = dims.to_vec();
-    sorted.sort_unstable();
-    if sorted.windows(2).any(|w| w[0] == w[1]) {
+    if has_repeats(dims) {
         return Err(operation(format!(
             "Dims must be unique, got {}",
             py_list(dims)
@@ -197,9 +195,7 @@ impl RegisterLayout {
                 self.shape.len()
             )));
         }
-        let mut sorted = dims.to_vec();
-        sorted.sort_unstable();
-        if sorted.windows(2).any(|w| w[0] == w[1]) {
+        if has_repeats(dims) {
             return Err(operation(format!(
                 "Dims must be unique, got {}",
                 py_list(dims)

@@ -17,7 +17,7 @@ use cudarc::driver::{
 };
 use retile_copy::gpu::{c_type, cuda_error, Gpu};
 
-use crate::engine::{check_complete, Worker};
+use crate::engine::{accepted, check_complete, Worker};
 use crate::plan::StreamPlan;
 use crate::sink::Sink;
 use crate::{StreamError, StreamSpec, Summary};
@@ -500,24 +500,13 @@ impl CudaTileStream {
         self.kernel.epoch_input_bytes / self.plan.spec().tile()[0]
     }
 
-    fn epoch_planes(&self) -> u64 {
-        let n0 = self.plan.spec().tile()[0];
-        match self.capacity {
-            Some(_) => n0.min(self.plan.spec().shape()[0] - self.epoch * n0),
-            None => n0,
-        }
-    }
-
     /// Appends input (any host memory; large appends from pinned memory go
     /// by DMA without a host copy); returns how many bytes were taken.
     pub fn append(&mut self, data: &[u8]) -> Result<usize, StreamError> {
         if self.worker.is_none() {
             return Err(StreamError::Finished);
         }
-        let take = match self.capacity {
-            Some(cap) => data.len().min((cap - self.taken) as usize),
-            None => data.len(),
-        };
+        let take = accepted(self.capacity, self.taken, data.len());
         self.gpu
             .context()
             .bind_to_thread()
@@ -537,7 +526,7 @@ impl CudaTileStream {
     /// `src` may still run when this returns.
     fn append_parts(&mut self, mut src: &[u8]) -> Result<(), StreamError> {
         while !src.is_empty() {
-            let limit = self.epoch_planes() * self.plane_bytes();
+            let limit = self.plan.epoch_planes(self.epoch) * self.plane_bytes();
             let n = ((limit - self.cursor) as usize).min(src.len());
             let started = Instant::now();
             self.copy_in_part(&src[..n])?;
@@ -546,7 +535,7 @@ impl CudaTileStream {
             self.taken += n as u64;
             src = &src[n..];
             if self.cursor == limit {
-                self.ship(self.epoch_planes())?;
+                self.ship(self.plan.epoch_planes(self.epoch))?;
             }
         }
         Ok(())

@@ -208,15 +208,6 @@ impl TileStream {
         self.geometry.epoch_bytes() as u64 / self.plan.spec().tile()[0]
     }
 
-    /// Planes in the current epoch once it is complete.
-    fn epoch_planes(&self) -> u64 {
-        let n0 = self.plan.spec().tile()[0];
-        match self.capacity {
-            Some(_) => n0.min(self.plan.spec().shape()[0] - self.epoch * n0),
-            None => n0,
-        }
-    }
-
     /// Appends input; returns how many bytes were taken (fewer than given only
     /// when a bounded stream is full). An error means data may be lost: the
     /// sink failed, and the stream cannot go on.
@@ -224,13 +215,10 @@ impl TileStream {
         if self.worker.is_none() {
             return Err(StreamError::Finished);
         }
-        let take = match self.capacity {
-            Some(cap) => data.len().min((cap - self.taken) as usize),
-            None => data.len(),
-        };
+        let take = accepted(self.capacity, self.taken, data.len());
         let mut src = &data[..take];
         while !src.is_empty() {
-            let limit = (self.epoch_planes() * self.plane_bytes()) as usize;
+            let limit = (self.plan.epoch_planes(self.epoch) * self.plane_bytes()) as usize;
             let n = (limit - self.cursor).min(src.len());
             let mut buf = self.take_buffer()?;
             let started = Instant::now();
@@ -243,7 +231,7 @@ impl TileStream {
             self.taken += n as u64;
             src = &src[n..];
             if self.cursor == limit {
-                self.ship(self.epoch_planes())?;
+                self.ship(self.plan.epoch_planes(self.epoch))?;
             }
         }
         Ok(take)
@@ -325,6 +313,12 @@ impl TileStream {
         check_complete(&self.plan, planes, partial)?;
         Ok(self.summary.clone())
     }
+}
+
+/// How many of `len` bytes a stream that took `taken` accepts: all, or
+/// what is left of a bounded stream's `capacity`.
+pub(crate) fn accepted(capacity: Option<u64>, taken: u64, len: usize) -> usize {
+    capacity.map_or(len, |cap| len.min(cap.saturating_sub(taken) as usize))
 }
 
 /// The errors of a stream that ended with `partial` bytes past its last

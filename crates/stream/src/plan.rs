@@ -235,6 +235,22 @@ impl StreamPlan {
         self.strides[0].1
     }
 
+    /// Planes of input in epoch `epoch`: the slowest tile extent, fewer in
+    /// the last epoch of a bounded stream.
+    ///
+    /// ```
+    /// use retile_stream::{DType, StreamPlan, StreamSpec};
+    /// let plan = StreamPlan::new(&StreamSpec::new(DType::U8, vec![5, 4], vec![2, 2]).unwrap()).unwrap();
+    /// assert_eq!((plan.epoch_planes(0), plan.epoch_planes(2)), (2, 1));
+    /// ```
+    pub fn epoch_planes(&self, epoch: u64) -> u64 {
+        let n0 = self.spec.tile[0];
+        match self.spec.is_unbounded() {
+            true => n0,
+            false => n0.min(self.spec.shape[0].saturating_sub(epoch.saturating_mul(n0))),
+        }
+    }
+
     /// Elements in one tile.
     pub fn tile_elements(&self) -> u64 {
         self.spec.tile.iter().product()
