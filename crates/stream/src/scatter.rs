@@ -12,7 +12,11 @@
 use crate::kernels::{copy_columns, copy_runs, store_fence};
 use crate::plan::StreamPlan;
 
-/// Input rows copied together (a multiple of every transpose block height).
+/// Bytes each tile receives per block of input rows, at least: two whole
+/// cache lines, so that narrow segments fill the lines they start.
+const BLOCK_BYTES: usize = 128;
+/// Input rows copied together, at least (a multiple of every transpose
+/// block height): few enough that the hardware prefetcher tracks them all.
 const ROW_BLOCK: usize = 16;
 
 /// The epoch geometry, in bytes and rows.
@@ -169,12 +173,11 @@ impl Geometry {
             "a group lies inside its buffers"
         );
         // SAFETY: the block was just checked to lie in both buffers, and the
-        // groups of one scatter write disjoint rows of their tiles. Rows go in
-        // blocks of at most ROW_BLOCK so that the input rows read at once stay
-        // within what the hardware prefetcher tracks.
+        // groups of one scatter write disjoint rows of their tiles.
+        let row_block = ROW_BLOCK.max(BLOCK_BYTES / self.seg_bytes.max(1));
         unsafe {
-            for first in (0..rows).step_by(ROW_BLOCK) {
-                let n = ROW_BLOCK.min(rows - first);
+            for first in (0..rows).step_by(row_block) {
+                let n = row_block.min(rows - first);
                 let dst = target.0.add(base + first * self.seg_bytes);
                 let from = src.as_ptr().add(first * self.row_bytes);
                 copy_columns(
