@@ -10,17 +10,8 @@ use crate::layout::{Layout, LayoutBuilder, Modes};
 /// the chain, so merging from the front gives the same modes.)
 fn merge_into(modes: impl Iterator<Item = (i64, i64)>, out: &mut Modes) -> Result<()> {
     let start = out.len();
-    for (s, d) in modes {
-        if s == 1 {
-            continue;
-        }
-        let mergeable = out.len() > start;
-        match out.last_mut() {
-            Some(last) if mergeable && mul(last.0, last.1, "coalesce")? == d => {
-                last.0 = mul(last.0, s, "coalesce")?;
-            }
-            _ => out.push((s, d)),
-        }
+    for mode in modes {
+        push_merged(out, start, mode)?;
     }
     if out.len() == start {
         out.push((1, 0));
@@ -28,29 +19,41 @@ fn merge_into(modes: impl Iterator<Item = (i64, i64)>, out: &mut Modes) -> Resul
     Ok(())
 }
 
-/// Coalesces flat `(extent, stride)` pairs.
-pub(crate) fn coalesce_modes(modes: &[(i64, i64)]) -> Result<Modes> {
-    let mut out = Modes::new();
-    merge_into(modes.iter().copied(), &mut out)?;
-    Ok(out)
+/// Appends `s:d` to the modes of `out` from `start` on, merged into the last
+/// of them where coalesce would merge it (a size-1 mode vanishes).
+pub(crate) fn push_merged(out: &mut Modes, start: usize, (s, d): (i64, i64)) -> Result<()> {
+    if s == 1 {
+        return Ok(());
+    }
+    let mergeable = out.len() > start;
+    match out.last_mut() {
+        Some(last) if mergeable && mul(last.0, last.1, "coalesce")? == d => {
+            last.0 = mul(last.0, s, "coalesce")?;
+        }
+        _ => out.push((s, d)),
+    }
+    Ok(())
 }
 
-/// The flattened modes of a layout, merged where possible: same function and
-/// size on the domain, depth at most 1.
-pub(crate) fn coalesced_modes(layout: &Layout) -> Result<Modes> {
-    coalesce_modes(layout.flat_modes())
+/// The flat layout of `modes` coalesced.
+pub(crate) fn coalesced_flat(modes: &[(i64, i64)]) -> Result<Layout> {
+    Layout::flat_built(|out| merge_into(modes.iter().copied(), out))
 }
 
-/// Like [`coalesced_modes`], but the function is also kept past the size
+/// Appends the flattened modes of a layout to `out`, merged where possible:
+/// same function and size on the domain, depth at most 1.
+pub(crate) fn coalesce_into(layout: &Layout, out: &mut Modes) -> Result<()> {
+    merge_into(layout.flat_modes().iter().copied(), out)
+}
+
+/// Like [`coalesce_into`], but the function is also kept past the size
 /// (CuTe's `coalesce_x`): a trailing size-1 mode keeps its stride, standing
 /// as an extent-2 mode that is never merged away.
-pub(crate) fn coalesced_modes_x(layout: &Layout) -> Result<Modes> {
+pub(crate) fn coalesce_x_into(layout: &Layout, out: &mut Modes) -> Result<()> {
     let flat = layout.flat_modes();
     let (last, rest) = flat.split_last().unwrap_or((&(1, 0), &[]));
     let last = if last.0 == 1 { (2, last.1) } else { *last };
-    let mut out = Modes::new();
-    merge_into(rest.iter().copied().chain(std::iter::once(last)), &mut out)?;
-    Ok(out)
+    merge_into(rest.iter().copied().chain(std::iter::once(last)), out)
 }
 
 /// Coalesce: flatten and merge modes; the result has depth ≤ 1, the same size
@@ -62,7 +65,7 @@ pub(crate) fn coalesced_modes_x(layout: &Layout) -> Result<Modes> {
 /// assert_eq!(coalesce(&l).unwrap().to_string(), "12:1");
 /// ```
 pub fn coalesce(layout: &Layout) -> Result<Layout> {
-    Ok(Layout::from_flat_modes(coalesced_modes(layout)?))
+    coalesced_flat(layout.flat_modes())
 }
 
 /// Coalesce by profile: each mode named by a tuple `profile` is coalesced on
@@ -88,29 +91,34 @@ pub fn coalesce_profile(layout: &Layout, profile: &IntTuple) -> Result<Layout> {
                     ),
                 });
             }
-            by_mode(layout, ps.len(), |i, mode| coalesce_profile(&mode, &ps[i]))
+            LayoutBuilder::build(|out| {
+                by_mode(layout, ps.len(), out, |i, mode, out| {
+                    out.push(&coalesce_profile(mode, &ps[i])?);
+                    Ok(())
+                })
+            })
         }
     }
 }
 
-/// Applies `f` to each of the first `count` modes, keeps the others, and
-/// gathers the results as a tuple layout (CuTe's `transform_layout`).
+/// Appends to `out` the tuple of what `f` appends for each of the first
+/// `count` modes, and the other modes as they are (CuTe's `transform_layout`).
 pub(crate) fn by_mode(
     layout: &Layout,
     count: usize,
-    mut f: impl FnMut(usize, Layout) -> Result<Layout>,
-) -> Result<Layout> {
-    let mut out = LayoutBuilder::default();
+    out: &mut LayoutBuilder,
+    mut f: impl FnMut(usize, &Layout, &mut LayoutBuilder) -> Result<()>,
+) -> Result<()> {
     out.open();
     for (i, mode) in layout.modes_iter().enumerate() {
         if i < count {
-            out.push(&f(i, mode)?);
+            f(i, &mode, out)?;
         } else {
             out.push(&mode);
         }
     }
     out.close();
-    Ok(out.finish())
+    Ok(())
 }
 
 /// Filter: drop stride-0 and size-1 modes, then coalesce.
@@ -121,15 +129,13 @@ pub(crate) fn by_mode(
 /// assert_eq!(filter(&l).unwrap().to_string(), "6:1");
 /// ```
 pub fn filter(layout: &Layout) -> Result<Layout> {
-    Ok(Layout::from_flat_modes(filtered_modes(layout)?))
+    Layout::flat_built(|out| filter_into(layout, out))
 }
 
-/// The modes of `filter(layout)`.
-pub(crate) fn filtered_modes(layout: &Layout) -> Result<Modes> {
-    let mut out = Modes::new();
+/// Appends the modes of `filter(layout)` to `out`.
+pub(crate) fn filter_into(layout: &Layout, out: &mut Modes) -> Result<()> {
     merge_into(
         layout.flat_modes().iter().copied().filter(|&(_, d)| d != 0),
-        &mut out,
-    )?;
-    Ok(out)
+        out,
+    )
 }

@@ -1,6 +1,6 @@
 //! Complement: the layout of the offsets a layout does not reach, in order.
 
-use crate::coalesce::{coalesce_modes, filtered_modes};
+use crate::coalesce::{filter_into, push_merged};
 use crate::error::{ceil_div, div_rem, mul, LayoutError, Result};
 use crate::int_tuple::IntTuple;
 use crate::layout::{Layout, Modes};
@@ -38,7 +38,8 @@ pub(crate) fn complement_leaves(a: &Layout, cotarget: &[i64]) -> Result<Layout> 
             .join(",");
         return Err(LayoutError::BadCotarget { cotarget: text });
     }
-    let modes = filtered_modes(a)?;
+    let mut modes = Modes::new();
+    filter_into(a, &mut modes)?;
     if modes.as_slice() == [(1, 0)] {
         let size = cotarget
             .iter()
@@ -52,23 +53,23 @@ pub(crate) fn complement_leaves(a: &Layout, cotarget: &[i64]) -> Result<Layout> 
             stride,
         });
     }
-    let mut result = Modes::new();
-    let mut current = 1i64;
-    for k in sorted_by_stride(&modes) {
-        let (shape, stride) = modes[k];
-        let (quotient, remainder) = div_rem(stride, current);
-        if remainder != 0 || quotient == 0 {
-            return Err(LayoutError::ComplementNotDivisible {
-                mode: k,
-                stride,
-                covered: current,
-            });
+    Layout::flat_built(|out| {
+        let mut current = 1i64;
+        for k in sorted_by_stride(&modes) {
+            let (shape, stride) = modes[k];
+            let (quotient, remainder) = div_rem(stride, current);
+            if remainder != 0 || quotient == 0 {
+                return Err(LayoutError::ComplementNotDivisible {
+                    mode: k,
+                    stride,
+                    covered: current,
+                });
+            }
+            push_merged(out, 0, (quotient, current))?;
+            current = mul(stride, shape, "a complement stride")?;
         }
-        result.push((quotient, current));
-        current = mul(stride, shape, "a complement stride")?;
-    }
-    result.push((ceil_div_leaves(cotarget, current)?, current));
-    Ok(Layout::from_flat_modes(coalesce_modes(&result)?))
+        push_merged(out, 0, (ceil_div_leaves(cotarget, current)?, current))
+    })
 }
 
 /// The size of CuTe's `ceil_div(M, divisor)` for a cotarget with these

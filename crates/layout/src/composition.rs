@@ -1,6 +1,6 @@
 //! Functional composition `A ∘ B`: `(A ∘ B)(c) = A(B(c))`.
 
-use crate::coalesce::{by_mode, coalesced_modes_x};
+use crate::coalesce::{by_mode, coalesce_x_into};
 use crate::error::{add, ceil_div, div_rem, mul, LayoutError, Result};
 use crate::layout::{Layout, LayoutBuilder, Modes, Token};
 use crate::tiler::Tiler;
@@ -21,24 +21,28 @@ use crate::tiler::Tiler;
 /// assert_eq!(composition(&a, &b).unwrap().to_string(), "((2,2),3):((24,2),8)");
 /// ```
 pub fn composition(a: &Layout, b: &Layout) -> Result<Layout> {
-    let flat_a = coalesced_modes_x(a)?;
+    LayoutBuilder::build(|out| composition_into(a, b, out))
+}
+
+/// Appends `A ∘ B` to `out` as one item.
+pub(crate) fn composition_into(a: &Layout, b: &Layout, out: &mut LayoutBuilder) -> Result<()> {
+    let mut flat_a = Modes::new();
+    coalesce_x_into(a, &mut flat_a)?;
     let mut usage = Usage::new(flat_a.len());
-    let mut out = LayoutBuilder::default();
     let mut leaves = b.flat_modes().iter();
     for token in b.profile() {
         match token {
             Token::Open => out.open(),
             Token::Close => out.close(),
             Token::Leaf => {
-                let &(s, d) = leaves.next().ok_or(LayoutError::Overflow {
+                let &(s, d) = leaves.next().ok_or_else(|| LayoutError::Overflow {
                     what: "a composition",
                 })?;
-                compose_mode(&flat_a, s, d, &mut usage, &mut out)?;
+                compose_mode(&flat_a, s, d, &mut usage, out)?;
             }
         }
     }
-    usage.check(&flat_a)?;
-    Ok(out.finish())
+    usage.check(&flat_a)
 }
 
 /// What the modes of B use of A's coordinates, to check that composing them
@@ -50,7 +54,7 @@ pub fn composition(a: &Layout, b: &Layout) -> Result<Layout> {
 /// not check this and silently returns a wrong layout; retile rejects it.
 struct Usage {
     /// Per bounded mode of A: the largest coordinate each B mode reaches, summed.
-    digits: Vec<i64>,
+    digits: smallvec::SmallVec<[i64; 8]>,
     positive: bool,
     negative: bool,
 }
@@ -58,7 +62,7 @@ struct Usage {
 impl Usage {
     fn new(modes: usize) -> Self {
         Usage {
-            digits: vec![0; modes.saturating_sub(1)],
+            digits: smallvec::smallvec![0; modes.saturating_sub(1)],
             positive: false,
             negative: false,
         }
@@ -126,18 +130,26 @@ pub(crate) fn check_tiler_rank(op: &'static str, tiler: usize, a: &Layout) -> Re
 
 /// Applies a tiler by mode, keeping the modes it does not name (the rule of
 /// divides and products).
+/// The result is appended to `out` as one item; `f(A, B, out)` appends the
+/// result for a layout tiler B.
 pub(crate) fn apply_tiler(
     op: &'static str,
     a: &Layout,
     tiler: &Tiler,
-    f: &impl Fn(&Layout, &Layout) -> Result<Layout>,
-) -> Result<Layout> {
+    f: &impl Fn(&Layout, &Layout, &mut LayoutBuilder) -> Result<()>,
+    out: &mut LayoutBuilder,
+) -> Result<()> {
     match tiler {
-        Tiler::Layout(b) => f(a, b),
-        Tiler::Underscore => Ok(a.clone()),
+        Tiler::Layout(b) => f(a, b, out),
+        Tiler::Underscore => {
+            out.push(a);
+            Ok(())
+        }
         Tiler::Modes(ts) => {
             check_tiler_rank(op, ts.len(), a)?;
-            by_mode(a, ts.len(), |i, mode| apply_tiler(op, &mode, &ts[i], f))
+            by_mode(a, ts.len(), out, |i, mode, out| {
+                apply_tiler(op, mode, &ts[i], f, out)
+            })
         }
     }
 }
@@ -169,9 +181,11 @@ fn compose_mode(
     let mut rest_shape = s;
     let mut rest_stride = d;
     for (mode, &(curr_shape, curr_stride)) in leading.iter().enumerate() {
-        let magnitude = rest_stride.checked_abs().ok_or(LayoutError::Overflow {
-            what: "a composed stride",
-        })?;
+        let magnitude = rest_stride
+            .checked_abs()
+            .ok_or_else(|| LayoutError::Overflow {
+                what: "a composed stride",
+            })?;
         let next_shape = ceil_div(curr_shape, magnitude);
         let divides =
             div_rem(magnitude, curr_shape).1 == 0 || div_rem(curr_shape, magnitude).1 == 0;

@@ -2,10 +2,11 @@
 
 use smallvec::SmallVec;
 
-use crate::coalesce::coalesced_modes;
+use crate::coalesce::coalesce_into;
 use crate::complement::complement_leaves;
-use crate::composition::{apply_tiler, composition};
+use crate::composition::{apply_tiler, composition_into};
 use crate::error::{LayoutError, Result};
+use crate::layout::Modes;
 use crate::layout::{Layout, LayoutBuilder};
 use crate::tiler::Tiler;
 
@@ -20,11 +21,14 @@ use crate::tiler::Tiler;
 /// assert_eq!(logical_divide(&a, &t).unwrap().to_string(), "((2,2),(2,3)):((4,1),(2,8))");
 /// ```
 pub fn logical_divide(a: &Layout, tiler: &Tiler) -> Result<Layout> {
-    apply_tiler("logical_divide", a, tiler, &|a, b| {
-        let cotarget: SmallVec<[i64; 8]> = coalesced_modes(a)?.iter().map(|m| m.0).collect();
+    let divide = |a: &Layout, b: &Layout, out: &mut LayoutBuilder| {
+        let mut flat_a = Modes::new();
+        coalesce_into(a, &mut flat_a)?;
+        let cotarget: SmallVec<[i64; 8]> = flat_a.iter().map(|m| m.0).collect();
         let rest = complement_leaves(b, &cotarget)?;
-        composition(a, &Layout::pair(b, &rest))
-    })
+        composition_into(a, &Layout::pair(b, &rest), out)
+    };
+    LayoutBuilder::build(|out| apply_tiler("logical_divide", a, tiler, &divide, out))
 }
 
 /// `zipped_divide(A, T)`: `((tiles...), (rests...))` — the tile modes of a
@@ -67,9 +71,12 @@ pub fn flat_divide(a: &Layout, tiler: &Tiler) -> Result<Layout> {
 /// CuTe's `tile_unzip`: regroups a by-mode result `((t0,r0),(t1,r1),x...)`
 /// as `((t0,t1),(r0,r1,x...))`; with a layout tiler it is already `(t, r)`.
 pub(crate) fn tile_unzip(layout: &Layout, guide: &Tiler) -> Result<Layout> {
-    let (mut tiles, mut rests) = (LayoutBuilder::default(), LayoutBuilder::default());
-    unzip_into(layout, guide, &mut tiles, &mut rests)?;
-    Ok(Layout::pair(&tiles.finish(), &rests.finish()))
+    let (mut out, mut rests) = (LayoutBuilder::default(), LayoutBuilder::default());
+    out.open();
+    unzip_into(layout, guide, &mut out, &mut rests)?;
+    out.push(&rests.finish());
+    out.close();
+    Ok(out.finish())
 }
 
 /// Appends the tile part of `layout` (as `guide` splits it) to `tiles` and
@@ -82,19 +89,16 @@ fn unzip_into(
 ) -> Result<()> {
     match guide {
         Tiler::Modes(gs) => {
-            let (mut t, mut r) = (LayoutBuilder::default(), LayoutBuilder::default());
-            t.open();
-            r.open();
+            tiles.open();
+            rests.open();
             for (i, mode) in layout.modes_iter().enumerate() {
                 match gs.get(i) {
-                    Some(g) => unzip_into(&mode, g, &mut t, &mut r)?,
-                    None => r.push(&mode),
+                    Some(g) => unzip_into(&mode, g, tiles, rests)?,
+                    None => rests.push(&mode),
                 }
             }
-            t.close();
-            r.close();
-            tiles.push(&t.finish());
-            rests.push(&r.finish());
+            tiles.close();
+            rests.close();
             Ok(())
         }
         Tiler::Layout(_) | Tiler::Underscore => {

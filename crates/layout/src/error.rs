@@ -162,13 +162,15 @@ pub type Result<T> = std::result::Result<T, LayoutError>;
 /// `a * b`, or an overflow error naming `what`.
 #[inline]
 pub(crate) fn mul(a: i64, b: i64, what: &'static str) -> Result<i64> {
-    a.checked_mul(b).ok_or(LayoutError::Overflow { what })
+    a.checked_mul(b)
+        .ok_or_else(|| LayoutError::Overflow { what })
 }
 
 /// `a + b`, or an overflow error naming `what`.
 #[inline]
 pub(crate) fn add(a: i64, b: i64, what: &'static str) -> Result<i64> {
-    a.checked_add(b).ok_or(LayoutError::Overflow { what })
+    a.checked_add(b)
+        .ok_or_else(|| LayoutError::Overflow { what })
 }
 
 /// `(a / b, a % b)` with C's truncation, using 32-bit division when both

@@ -1,23 +1,25 @@
 //! Inverses and the largest common vector of two layouts.
 
-use crate::coalesce::{coalesce_modes, coalesced_modes};
+use crate::coalesce::{coalesce_into, coalesced_flat};
 use crate::complement::sorted_by_stride;
 use crate::composition::composition;
 use crate::error::{div_rem, mul, LayoutError, Result};
 use crate::layout::{Layout, Modes};
 
-/// Exclusive prefix products of the extents (the index step of each mode).
-fn index_steps(modes: &[(i64, i64)]) -> Result<smallvec::SmallVec<[i64; 8]>> {
+/// The coalesced modes of `layout` and the exclusive prefix products of
+/// their extents (the index step of each mode).
+fn coalesced_steps(layout: &Layout, modes: &mut Modes, steps: &mut Steps) -> Result<()> {
+    coalesce_into(layout, modes)?;
     let mut step = 1i64;
-    modes
-        .iter()
-        .map(|&(s, _)| {
-            let here = step;
-            step = mul(step, s, "an index step")?;
-            Ok(here)
-        })
-        .collect()
+    for &(s, _) in modes.iter() {
+        steps.push(step);
+        step = mul(step, s, "an index step")?;
+    }
+    Ok(())
 }
+
+/// Index steps of a layout's modes, inline up to 8.
+type Steps = smallvec::SmallVec<[i64; 8]>;
 
 /// `right_inverse(L)`: the largest R with `L(R(i)) = i` for `i < size(R)`.
 ///
@@ -33,8 +35,8 @@ fn index_steps(modes: &[(i64, i64)]) -> Result<smallvec::SmallVec<[i64; 8]>> {
 /// for i in 0..8 { assert_eq!(l.eval(r.eval(i).unwrap()).unwrap(), i); }
 /// ```
 pub fn right_inverse(layout: &Layout) -> Result<Layout> {
-    let modes = coalesced_modes(layout)?;
-    let steps = index_steps(&modes)?;
+    let (mut modes, mut steps) = (Modes::new(), Steps::new());
+    coalesced_steps(layout, &mut modes, &mut steps)?;
     let mut result = Modes::new();
     result.push((1, 0));
     let mut covered = 1i64;
@@ -45,7 +47,7 @@ pub fn right_inverse(layout: &Layout) -> Result<Layout> {
             covered = mul(shape, stride, "a right inverse")?;
         }
     }
-    Ok(Layout::from_flat_modes(coalesce_modes(&result)?))
+    coalesced_flat(&result)
 }
 
 /// `left_inverse(L)`: an R with `L(R(L(i))) = L(i)` for `i < size(L)` (the
@@ -58,7 +60,8 @@ pub fn right_inverse(layout: &Layout) -> Result<Layout> {
 /// assert_eq!(left_inverse(&l).unwrap().to_string(), "(5,2):(1,4)");
 /// ```
 pub fn left_inverse(layout: &Layout) -> Result<Layout> {
-    let modes = coalesced_modes(layout)?;
+    let (mut modes, mut steps) = (Modes::new(), Steps::new());
+    coalesced_steps(layout, &mut modes, &mut steps)?;
     if let Some((mode, &(_, stride))) = modes.iter().enumerate().find(|(_, m)| m.1 < 0) {
         return Err(LayoutError::NegativeStride {
             op: "left_inverse",
@@ -66,7 +69,6 @@ pub fn left_inverse(layout: &Layout) -> Result<Layout> {
             stride,
         });
     }
-    let steps = index_steps(&modes)?;
     let order = sorted_by_stride(&modes);
     let mut shapes: smallvec::SmallVec<[i64; 8]> = smallvec::SmallVec::new();
     let mut strides: smallvec::SmallVec<[i64; 8]> = smallvec::smallvec![0i64];
@@ -91,7 +93,7 @@ pub fn left_inverse(layout: &Layout) -> Result<Layout> {
     let last = order.last().map_or(1, |&k| modes[k].0);
     shapes.push(last);
     let pairs: Modes = shapes.into_iter().zip(strides).collect();
-    Ok(Layout::from_flat_modes(coalesce_modes(&pairs)?))
+    coalesced_flat(&pairs)
 }
 
 /// The largest `N` such that A and B agree on their first `N` indices' order
@@ -129,7 +131,8 @@ pub fn max_common_layout(a: &Layout, b: &Layout) -> Result<Layout> {
 /// with `right_inverse(B)`, or `None` when that mode is not stride 1.
 fn common_run(a: &Layout, b: &Layout) -> Result<Option<(i64, Layout)>> {
     let inv_b = right_inverse(b)?;
-    let common = coalesced_modes(&composition(a, &inv_b)?)?;
+    let mut common = Modes::new();
+    coalesce_into(&composition(a, &inv_b)?, &mut common)?;
     Ok(match common.first() {
         Some(&(extent, 1)) => Some((extent, inv_b)),
         _ => None,

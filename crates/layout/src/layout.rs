@@ -62,9 +62,23 @@ impl LayoutBuilder {
     /// Appends one mode given by its flat leaves (one leaf: an integer mode;
     /// several: a flat tuple; none: `1:0`).
     pub fn mode(&mut self, leaves: &[(i64, i64)]) {
-        let flat = Layout::from_flat(leaves);
-        append(&mut self.layout.modes, &flat.modes);
-        append(&mut self.layout.profile, &flat.profile);
+        let (modes, profile) = (&mut self.layout.modes, &mut self.layout.profile);
+        match leaves {
+            [] => {
+                modes.push((1, 0));
+                profile.push(LEAF);
+            }
+            [leaf] => {
+                modes.push(*leaf);
+                profile.push(LEAF);
+            }
+            _ => {
+                append(modes, leaves);
+                profile.push(OPEN);
+                profile.extend(std::iter::repeat_n(LEAF, leaves.len()));
+                profile.push(CLOSE);
+            }
+        }
     }
 
     /// Appends `part` as one item (a mode, or a tuple of modes).
@@ -76,6 +90,13 @@ impl LayoutBuilder {
     /// The layout built.
     pub fn finish(self) -> Layout {
         self.layout
+    }
+
+    /// The layout that `fill` appends to a new builder.
+    pub fn build(fill: impl FnOnce(&mut LayoutBuilder) -> Result<()>) -> Result<Layout> {
+        let mut out = LayoutBuilder::default();
+        fill(&mut out)?;
+        Ok(out.finish())
     }
 }
 
@@ -241,22 +262,37 @@ impl Layout {
 
     /// A flat layout owning `modes` (see [`Layout::from_flat`]).
     pub(crate) fn from_flat_modes(modes: Modes) -> Layout {
-        let mut profile = Profile::new();
-        match modes.len() {
+        let mut layout = Layout {
+            modes,
+            profile: Profile::new(),
+        };
+        layout.flat_profile();
+        layout
+    }
+
+    /// The flat layout of the modes `fill` writes, built in place (large
+    /// layouts cost more to move than to compute).
+    pub(crate) fn flat_built(fill: impl FnOnce(&mut Modes) -> Result<()>) -> Result<Layout> {
+        let mut layout = Layout::default();
+        fill(&mut layout.modes)?;
+        layout.flat_profile();
+        Ok(layout)
+    }
+
+    /// Sets the profile of a flat layout of the current modes (none: `1:0`).
+    fn flat_profile(&mut self) {
+        match self.modes.len() {
             0 => {
-                return Layout {
-                    modes: SmallVec::from_slice(&[(1, 0)]),
-                    profile: SmallVec::from_slice(&[LEAF]),
-                }
+                self.modes.push((1, 0));
+                self.profile.push(LEAF);
             }
-            1 => profile.push(LEAF),
+            1 => self.profile.push(LEAF),
             n => {
-                profile.push(OPEN);
-                profile.extend(std::iter::repeat_n(LEAF, n));
-                profile.push(CLOSE);
+                self.profile.push(OPEN);
+                self.profile.extend(std::iter::repeat_n(LEAF, n));
+                self.profile.push(CLOSE);
             }
         }
-        Layout { modes, profile }
     }
 
     /// The layout is a single integer mode (not a tuple).
@@ -336,7 +372,7 @@ impl Layout {
             let span = mul(
                 s - 1,
                 d.checked_abs()
-                    .ok_or(LayoutError::Overflow { what: "cosize" })?,
+                    .ok_or_else(|| LayoutError::Overflow { what: "cosize" })?,
                 "cosize",
             )?;
             add(acc, span, "cosize")

@@ -1,11 +1,11 @@
 //! The product family: repeat a layout according to another.
 
 use crate::complement::complement;
-use crate::composition::{apply_tiler, composition};
+use crate::composition::{apply_tiler, composition, composition_into};
 use crate::divide::{splice, tile_unzip};
 use crate::error::{mul, Result};
 use crate::int_tuple::IntTuple;
-use crate::layout::Layout;
+use crate::layout::{Layout, LayoutBuilder};
 use crate::tiler::Tiler;
 
 /// `logical_product(A, T)`: for a layout B,
@@ -19,13 +19,17 @@ use crate::tiler::Tiler;
 /// assert_eq!(logical_product(&a, &b).unwrap().to_string(), "((2,2),(2,2)):((1,2),(4,8))");
 /// ```
 pub fn logical_product(a: &Layout, tiler: &Tiler) -> Result<Layout> {
-    apply_tiler("logical_product", a, tiler, &layout_product)
+    LayoutBuilder::build(|out| apply_tiler("logical_product", a, tiler, &layout_product, out))
 }
 
-fn layout_product(a: &Layout, b: &Layout) -> Result<Layout> {
-    let cotarget = mul(a.size()?, b.cosize()?, "a product's cotarget")?;
-    let rest = complement(a, &IntTuple::Int(cotarget))?;
-    Ok(Layout::pair(a, &composition(&rest, b)?))
+/// Appends `(A, complement(A, size(A)·cosize(B)) ∘ B)` to `out`.
+fn layout_product(a: &Layout, b: &Layout, out: &mut LayoutBuilder) -> Result<()> {
+    let rest = product_rest(a, b)?;
+    out.open();
+    out.push(a);
+    composition_into(&rest, b, out)?;
+    out.close();
+    Ok(())
 }
 
 /// `zipped_product(A, T)`: `((A modes...), (repeat modes...))`.
@@ -96,8 +100,15 @@ pub fn raked_product(a: &Layout, b: &Layout) -> Result<Layout> {
 /// The two modes of the 1-D product of A and B padded to equal rank.
 fn padded_product(a: &Layout, b: &Layout) -> Result<(Layout, Layout)> {
     let rank = a.rank().max(b.rank());
-    let product = layout_product(&pad(a, rank), &pad(b, rank))?;
-    Ok((product.mode(0)?, product.mode(1)?))
+    let (a, b) = (pad(a, rank), pad(b, rank));
+    let repeat = composition(&product_rest(&a, &b)?, &b)?;
+    Ok((a, repeat))
+}
+
+/// `complement(A, size(A)·cosize(B))`: where the copies of A go.
+fn product_rest(a: &Layout, b: &Layout) -> Result<Layout> {
+    let cotarget = mul(a.size()?, b.cosize()?, "a product's cotarget")?;
+    complement(a, &IntTuple::Int(cotarget))
 }
 
 /// Appends `1:0` modes up to `rank` (CuTe's `append<R>`).

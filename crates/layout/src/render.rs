@@ -56,13 +56,11 @@ pub fn render_grid(layout: &Layout) -> Result<String> {
     let mut values = Vec::with_capacity(cells as usize);
     for i in 0..m {
         for j in 0..n {
-            values.push(
-                rows.eval(i)?
-                    .checked_add(cols.eval(j)?)
-                    .ok_or(LayoutError::Overflow {
-                        what: "a drawn offset",
-                    })?,
-            );
+            values.push(rows.eval(i)?.checked_add(cols.eval(j)?).ok_or_else(|| {
+                LayoutError::Overflow {
+                    what: "a drawn offset",
+                }
+            })?);
         }
     }
     let widest = values
