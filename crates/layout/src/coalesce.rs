@@ -110,13 +110,14 @@ pub(crate) fn by_mode(
     mut f: impl FnMut(usize, &Layout, &mut LayoutBuilder) -> Result<()>,
 ) -> Result<()> {
     out.open();
-    for (i, mode) in layout.modes_iter().enumerate() {
+    layout.try_for_each_mode(|i, mode| {
         if i < count {
-            f(i, &mode, out)?;
+            f(i, mode, out)
         } else {
-            out.push(&mode);
+            out.push(mode);
+            Ok(())
         }
-    }
+    })?;
     out.close();
     Ok(())
 }

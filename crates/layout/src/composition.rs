@@ -1,7 +1,7 @@
 //! Functional composition `A ∘ B`: `(A ∘ B)(c) = A(B(c))`.
 
 use crate::coalesce::{by_mode, coalesce_x_into};
-use crate::error::{add, ceil_div, div_rem, mul, LayoutError, Result};
+use crate::error::{add, ceil_div, checked, div_rem, mul, LayoutError, Result};
 use crate::layout::{Layout, LayoutBuilder, Modes, Token};
 use crate::tiler::Tiler;
 
@@ -35,9 +35,7 @@ pub(crate) fn composition_into(a: &Layout, b: &Layout, out: &mut LayoutBuilder) 
             Token::Open => out.open(),
             Token::Close => out.close(),
             Token::Leaf => {
-                let &(s, d) = leaves.next().ok_or_else(|| LayoutError::Overflow {
-                    what: "a composition",
-                })?;
+                let &(s, d) = checked(leaves.next(), "a composition")?;
                 compose_mode(&flat_a, s, d, &mut usage, out)?;
             }
         }
@@ -181,11 +179,7 @@ fn compose_mode(
     let mut rest_shape = s;
     let mut rest_stride = d;
     for (mode, &(curr_shape, curr_stride)) in leading.iter().enumerate() {
-        let magnitude = rest_stride
-            .checked_abs()
-            .ok_or_else(|| LayoutError::Overflow {
-                what: "a composed stride",
-            })?;
+        let magnitude = checked(rest_stride.checked_abs(), "a composed stride")?;
         let next_shape = ceil_div(curr_shape, magnitude);
         let divides =
             div_rem(magnitude, curr_shape).1 == 0 || div_rem(curr_shape, magnitude).1 == 0;

@@ -91,28 +91,27 @@ fn unzip_into(
         Tiler::Modes(gs) => {
             tiles.open();
             rests.open();
-            for (i, mode) in layout.modes_iter().enumerate() {
+            layout.try_for_each_mode(|i, mode| {
                 match gs.get(i) {
-                    Some(g) => unzip_into(&mode, g, tiles, rests)?,
-                    None => rests.push(&mode),
+                    Some(g) => unzip_into(mode, g, tiles, rests)?,
+                    None => rests.push(mode),
                 }
-            }
+                Ok(())
+            })?;
             tiles.close();
             rests.close();
             Ok(())
         }
         Tiler::Layout(_) | Tiler::Underscore => {
-            let mut modes = layout.modes_iter();
-            match (layout.is_leaf(), modes.next(), modes.next(), modes.next()) {
-                (false, Some(tile), Some(rest), None) => {
-                    tiles.push(&tile);
-                    rests.push(&rest);
-                    Ok(())
-                }
-                _ => Err(LayoutError::RankMismatch {
+            if !layout.is_leaf() && layout.rank() == 2 {
+                tiles.push_mode(layout, 0);
+                rests.push_mode(layout, 1);
+                Ok(())
+            } else {
+                Err(LayoutError::RankMismatch {
                     op: "zipped divide/product",
                     reason: format!("mode {layout} must have rank 2 (tile, rest) to be unzipped; a `_` tiler mode can only stand for such a mode"),
-                }),
+                })
             }
         }
     }

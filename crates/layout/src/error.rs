@@ -159,18 +159,27 @@ pub enum LayoutError {
 /// Result type of the layout algebra.
 pub type Result<T> = std::result::Result<T, LayoutError>;
 
+/// The value of a checked operation, or an overflow error naming `what`
+/// (made only on overflow: building and dropping an unused error costs
+/// more than the arithmetic).
+#[inline]
+pub(crate) fn checked<T>(value: Option<T>, what: &'static str) -> Result<T> {
+    match value {
+        Some(v) => Ok(v),
+        None => Err(LayoutError::Overflow { what }),
+    }
+}
+
 /// `a * b`, or an overflow error naming `what`.
 #[inline]
 pub(crate) fn mul(a: i64, b: i64, what: &'static str) -> Result<i64> {
-    a.checked_mul(b)
-        .ok_or_else(|| LayoutError::Overflow { what })
+    checked(a.checked_mul(b), what)
 }
 
 /// `a + b`, or an overflow error naming `what`.
 #[inline]
 pub(crate) fn add(a: i64, b: i64, what: &'static str) -> Result<i64> {
-    a.checked_add(b)
-        .ok_or_else(|| LayoutError::Overflow { what })
+    checked(a.checked_add(b), what)
 }
 
 /// `(a / b, a % b)` with C's truncation, using 32-bit division when both

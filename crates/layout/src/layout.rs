@@ -10,7 +10,7 @@ use std::fmt;
 
 use smallvec::SmallVec;
 
-use crate::error::{add, div_rem, mul, LayoutError, Result};
+use crate::error::{add, checked, div_rem, mul, LayoutError, Result};
 use crate::int_tuple::IntTuple;
 
 /// Leaves of a layout, inline up to 8.
@@ -85,6 +85,17 @@ impl LayoutBuilder {
     pub fn push(&mut self, part: &Layout) {
         append(&mut self.layout.modes, &part.modes);
         append(&mut self.layout.profile, &part.profile);
+    }
+
+    /// Appends mode `i` of `layout` as one item; false (nothing appended)
+    /// when there is no such mode.
+    pub fn push_mode(&mut self, layout: &Layout, i: usize) -> bool {
+        let Some((start, end, leaf, n)) = layout.items().nth(i) else {
+            return false;
+        };
+        append(&mut self.layout.modes, &layout.modes[leaf..leaf + n]);
+        append(&mut self.layout.profile, &layout.profile[start..end]);
+        true
     }
 
     /// The layout built.
@@ -369,12 +380,7 @@ impl Layout {
     /// ```
     pub fn cosize(&self) -> Result<i64> {
         self.modes.iter().try_fold(1, |acc, &(s, d)| {
-            let span = mul(
-                s - 1,
-                d.checked_abs()
-                    .ok_or_else(|| LayoutError::Overflow { what: "cosize" })?,
-                "cosize",
-            )?;
+            let span = mul(s - 1, checked(d.checked_abs(), "cosize")?, "cosize")?;
             add(acc, span, "cosize")
         })
     }
@@ -467,6 +473,24 @@ impl Layout {
     /// The top-level modes, one by one, without collecting them.
     pub(crate) fn modes_iter(&self) -> impl Iterator<Item = Layout> + '_ {
         self.items().map(|item| self.sub(item))
+    }
+
+    /// Calls `f(i, mode i)` for each top-level mode in order, stopping at
+    /// the first error; one scratch layout holds each mode in turn (cheaper
+    /// than making, and moving, a layout per mode).
+    pub(crate) fn try_for_each_mode(
+        &self,
+        mut f: impl FnMut(usize, &Layout) -> Result<()>,
+    ) -> Result<()> {
+        let mut mode = Layout::default();
+        for (i, (start, end, leaf, n)) in self.items().enumerate() {
+            mode.modes.clear();
+            mode.profile.clear();
+            append(&mut mode.modes, &self.modes[leaf..leaf + n]);
+            append(&mut mode.profile, &self.profile[start..end]);
+            f(i, &mode)?;
+        }
+        Ok(())
     }
 
     /// The flattened `(extent, stride)` pairs, left to right.

@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use crate::error::{LayoutError, Result};
+use crate::error::{add, LayoutError, Result};
 use crate::layout::Layout;
 
 /// Most cells a drawing may have.
@@ -56,11 +56,7 @@ pub fn render_grid(layout: &Layout) -> Result<String> {
     let mut values = Vec::with_capacity(cells as usize);
     for i in 0..m {
         for j in 0..n {
-            values.push(rows.eval(i)?.checked_add(cols.eval(j)?).ok_or_else(|| {
-                LayoutError::Overflow {
-                    what: "a drawn offset",
-                }
-            })?);
+            values.push(add(rows.eval(i)?, cols.eval(j)?, "a drawn offset")?);
         }
     }
     let widest = values
