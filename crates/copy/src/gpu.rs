@@ -377,24 +377,40 @@ fn transpose_kernel(
 #define P {p}
 #define UA {ua}
 #define UB {ub}
+#define LOADS ((UA * P * UB + 255) / 256)
 union pack_t {{ unit_t u; elem_t e[P]; }};
 extern "C" __global__ void __launch_bounds__(256) retile_transpose(const elem_t* __restrict__ in, elem_t* __restrict__ out) {{
   __shared__ unit_t tile[UA * P][UB];
+  // each thread's units of a tile, loaded into registers one tile ahead so
+  // that the next tile's loads are in flight during this tile's stores
+  unit_t v[LOADS];
+  const int c_load = threadIdx.x % UB, u_store = threadIdx.x % UA;
+  auto load = [&](idx_t bid) {{
+    idx_t tb = bid % {tiles_b}; idx_t rest = bid / {tiles_b};
+    idx_t ta = rest % {tiles_a}; idx_t bi = rest / {tiles_a};
+    idx_t in_base = 0;
+    {decomp_in}    const idx_t a0 = ta * (UA * P), gb = tb * (UB * P) + (idx_t)c_load * P;
+    #pragma unroll
+    for (int i = 0; i < LOADS; ++i) {{
+      const int a = threadIdx.x / UB + i * (256 / UB);
+      const idx_t ga = a0 + a;
+      v[i] = 0;
+      if (a < UA * P && ga < {na}ull && gb < {nb}ull) v[i] = __ldg((const unit_t*)(in + in_base + ga * {sa} + gb));
+    }}
+  }};
+  if (blockIdx.x < {tiles}ull) load(blockIdx.x);
   for (idx_t bid = blockIdx.x; bid < {tiles}ull; bid += gridDim.x) {{
     idx_t tb = bid % {tiles_b}; idx_t rest = bid / {tiles_b};
     idx_t ta = rest % {tiles_a}; idx_t bi = rest / {tiles_a};
-    idx_t in_base = 0, out_base = 0;
-    {decomp_in}    {decomp_out}    const idx_t a0 = ta * (UA * P), b0 = tb * (UB * P);
-    const int c_load = threadIdx.x % UB, u_store = threadIdx.x % UA;
-    #pragma unroll 4
-    for (int a = threadIdx.x / UB; a < UA * P; a += 256 / UB) {{
-      const int c = c_load;
-      unit_t v = 0;
-      idx_t ga = a0 + a, gb = b0 + (idx_t)c * P;
-      if (ga < {na}ull && gb < {nb}ull) v = __ldg((const unit_t*)(in + in_base + ga * {sa} + gb));
-      tile[a][c ^ ((a / P) % UB)] = v;
+    idx_t out_base = 0;
+    {decomp_out}    const idx_t a0 = ta * (UA * P), b0 = tb * (UB * P);
+    #pragma unroll
+    for (int i = 0; i < LOADS; ++i) {{
+      const int a = threadIdx.x / UB + i * (256 / UB);
+      if (a < UA * P) tile[a][c_load ^ ((a / P) % UB)] = v[i];
     }}
     __syncthreads();
+    if (bid + gridDim.x < {tiles}ull) load(bid + gridDim.x);
     #pragma unroll
     for (int c = threadIdx.x / UA; c < UB; c += 256 / UA) {{
       const int u = u_store;
