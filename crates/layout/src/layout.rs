@@ -42,6 +42,19 @@ where
     v.extend(items.iter().copied());
 }
 
+/// Appends the profile of `n >= 1` flat leaves: one leaf is an integer
+/// mode, several a flat tuple.
+#[inline]
+fn push_flat_profile(profile: &mut Profile, n: usize) {
+    if n == 1 {
+        profile.push(LEAF);
+    } else {
+        profile.push(OPEN);
+        profile.extend(std::iter::repeat_n(LEAF, n));
+        profile.push(CLOSE);
+    }
+}
+
 /// Builds a layout token by token, without intermediate layouts.
 #[derive(Default)]
 pub(crate) struct LayoutBuilder {
@@ -62,23 +75,12 @@ impl LayoutBuilder {
     /// Appends one mode given by its flat leaves (one leaf: an integer mode;
     /// several: a flat tuple; none: `1:0`).
     pub fn mode(&mut self, leaves: &[(i64, i64)]) {
-        let (modes, profile) = (&mut self.layout.modes, &mut self.layout.profile);
         match leaves {
-            [] => {
-                modes.push((1, 0));
-                profile.push(LEAF);
-            }
-            [leaf] => {
-                modes.push(*leaf);
-                profile.push(LEAF);
-            }
-            _ => {
-                append(modes, leaves);
-                profile.push(OPEN);
-                profile.extend(std::iter::repeat_n(LEAF, leaves.len()));
-                profile.push(CLOSE);
-            }
+            [] => self.layout.modes.push((1, 0)),
+            [leaf] => self.layout.modes.push(*leaf),
+            _ => append(&mut self.layout.modes, leaves),
         }
+        push_flat_profile(&mut self.layout.profile, leaves.len().max(1));
     }
 
     /// Appends `part` as one item (a mode, or a tuple of modes).
@@ -90,11 +92,12 @@ impl LayoutBuilder {
     /// Appends mode `i` of `layout` as one item; false (nothing appended)
     /// when there is no such mode.
     pub fn push_mode(&mut self, layout: &Layout, i: usize) -> bool {
-        let Some((start, end, leaf, n)) = layout.items().nth(i) else {
+        let Some(item) = layout.items().nth(i) else {
             return false;
         };
-        append(&mut self.layout.modes, &layout.modes[leaf..leaf + n]);
-        append(&mut self.layout.profile, &layout.profile[start..end]);
+        let (modes, profile) = layout.item_parts(item);
+        append(&mut self.layout.modes, modes);
+        append(&mut self.layout.profile, profile);
         true
     }
 
@@ -292,18 +295,10 @@ impl Layout {
 
     /// Sets the profile of a flat layout of the current modes (none: `1:0`).
     fn flat_profile(&mut self) {
-        match self.modes.len() {
-            0 => {
-                self.modes.push((1, 0));
-                self.profile.push(LEAF);
-            }
-            1 => self.profile.push(LEAF),
-            n => {
-                self.profile.push(OPEN);
-                self.profile.extend(std::iter::repeat_n(LEAF, n));
-                self.profile.push(CLOSE);
-            }
+        if self.modes.is_empty() {
+            self.modes.push((1, 0));
         }
+        push_flat_profile(&mut self.profile, self.modes.len());
     }
 
     /// The layout is a single integer mode (not a tuple).
@@ -435,11 +430,21 @@ impl Layout {
         })
     }
 
-    fn sub(&self, (start, end, leaf, n): (usize, usize, usize, usize)) -> Layout {
+    fn sub(&self, item: (usize, usize, usize, usize)) -> Layout {
+        let (modes, profile) = self.item_parts(item);
         Layout {
-            modes: self.modes[leaf..leaf + n].iter().copied().collect(),
-            profile: self.profile[start..end].iter().copied().collect(),
+            modes: modes.iter().copied().collect(),
+            profile: profile.iter().copied().collect(),
         }
+    }
+
+    /// The leaves and the profile tokens of an item found by `items`.
+    #[inline]
+    fn item_parts(
+        &self,
+        (start, end, leaf, n): (usize, usize, usize, usize),
+    ) -> (&[(i64, i64)], &[u8]) {
+        (&self.modes[leaf..leaf + n], &self.profile[start..end])
     }
 
     /// Mode `i` as a layout; an integer layout is its own mode 0.
@@ -483,11 +488,12 @@ impl Layout {
         mut f: impl FnMut(usize, &Layout) -> Result<()>,
     ) -> Result<()> {
         let mut mode = Layout::default();
-        for (i, (start, end, leaf, n)) in self.items().enumerate() {
+        for (i, item) in self.items().enumerate() {
+            let (modes, profile) = self.item_parts(item);
             mode.modes.clear();
             mode.profile.clear();
-            append(&mut mode.modes, &self.modes[leaf..leaf + n]);
-            append(&mut mode.profile, &self.profile[start..end]);
+            append(&mut mode.modes, modes);
+            append(&mut mode.profile, profile);
             f(i, &mode)?;
         }
         Ok(())
