@@ -255,7 +255,7 @@ impl TileStream {
             self.allocated += 1;
             let bytes = self.plan.epoch_buffer_bytes() as usize;
             self.summary.buffer_bytes += bytes as u64;
-            return Ok(self.pool.install(|| filled(bytes, &self.fill)));
+            return Ok(self.pool.install(|| epoch_buffer(bytes, &self.fill)));
         }
         let waited = Instant::now();
         let result = worker
@@ -348,23 +348,32 @@ pub(crate) fn check_complete(
 /// `bytes`), written now (by all threads of the current pool) so that no page
 /// fault lands in the hot path.
 pub(crate) fn filled(bytes: usize, fill: &[u8]) -> Vec<u8> {
+    fill_to(Vec::with_capacity(bytes), bytes, fill)
+}
+
+/// An epoch buffer: [`filled`], backed by huge pages where the kernel can.
+fn epoch_buffer(bytes: usize, fill: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(bytes);
+    advise_huge_pages(&mut out);
+    fill_to(out, bytes, fill)
+}
+
+/// `out` (empty, with capacity for `bytes`) holding `bytes` bytes of the
+/// repeated `fill`.
+fn fill_to(mut out: Vec<u8>, bytes: usize, fill: &[u8]) -> Vec<u8> {
     use rayon::prelude::*;
     if fill.iter().all(|&b| b == fill[0]) {
-        let mut out = Vec::with_capacity(bytes);
-        advise_huge_pages(&mut out);
-        out.spare_capacity_mut()
+        out.spare_capacity_mut()[..bytes]
             .par_chunks_mut(1 << 20)
             .for_each(|chunk| {
                 chunk.iter_mut().for_each(|b| {
                     b.write(fill[0]);
                 })
             });
-        // SAFETY: every byte of the capacity was just initialised.
+        // SAFETY: the first `bytes` bytes were just initialised.
         unsafe { out.set_len(bytes) };
         return out;
     }
-    let mut out = Vec::with_capacity(bytes);
-    advise_huge_pages(&mut out);
     out.extend_from_slice(&fill[..fill.len().min(bytes)]);
     while out.len() < bytes {
         let n = out.len().min(bytes - out.len());
