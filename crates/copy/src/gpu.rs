@@ -378,6 +378,10 @@ fn transpose_kernel(
 #define UA {ua}
 #define UB {ub}
 #define LOADS ((UA * P * UB + 255) / 256)
+// tile `bid`'s position along b and a, and its index over the batch dimensions
+#define TILE_COORDS(bid) \
+  const idx_t tb = (bid) % {tiles_b}, rest = (bid) / {tiles_b}; \
+  const idx_t ta = rest % {tiles_a}, bi = rest / {tiles_a};
 union pack_t {{ unit_t u; elem_t e[P]; }};
 extern "C" __global__ void __launch_bounds__(256) retile_transpose(const elem_t* __restrict__ in, elem_t* __restrict__ out) {{
   __shared__ unit_t tile[UA * P][UB];
@@ -386,8 +390,7 @@ extern "C" __global__ void __launch_bounds__(256) retile_transpose(const elem_t*
   unit_t v[LOADS];
   const int c_load = threadIdx.x % UB, u_store = threadIdx.x % UA;
   auto load = [&](idx_t bid) {{
-    idx_t tb = bid % {tiles_b}; idx_t rest = bid / {tiles_b};
-    idx_t ta = rest % {tiles_a}; idx_t bi = rest / {tiles_a};
+    TILE_COORDS(bid)
     idx_t in_base = 0;
     {decomp_in}    const idx_t a0 = ta * (UA * P), gb = tb * (UB * P) + (idx_t)c_load * P;
     #pragma unroll
@@ -400,8 +403,7 @@ extern "C" __global__ void __launch_bounds__(256) retile_transpose(const elem_t*
   }};
   if (blockIdx.x < {tiles}ull) load(blockIdx.x);
   for (idx_t bid = blockIdx.x; bid < {tiles}ull; bid += gridDim.x) {{
-    idx_t tb = bid % {tiles_b}; idx_t rest = bid / {tiles_b};
-    idx_t ta = rest % {tiles_a}; idx_t bi = rest / {tiles_a};
+    TILE_COORDS(bid)
     idx_t out_base = 0;
     {decomp_out}    const idx_t a0 = ta * (UA * P), b0 = tb * (UB * P);
     #pragma unroll
