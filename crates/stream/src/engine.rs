@@ -5,6 +5,7 @@ use std::sync::mpsc::{channel, Receiver, Sender, TryRecvError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crate::buffer::{filled, EpochBuffer};
 use crate::plan::StreamPlan;
 use crate::scatter::Geometry;
 use crate::sink::{Epoch, Sink};
@@ -138,14 +139,14 @@ pub struct TileStream {
     plan: StreamPlan,
     geometry: Geometry,
     fill: Vec<u8>,
-    current: Option<Vec<u8>>,
+    current: Option<EpochBuffer>,
     allocated: usize,
     cursor: usize,
     epoch: u64,
     taken: u64,
     capacity: Option<u64>,
     pool: rayon::ThreadPool,
-    worker: Option<Worker<Vec<u8>>>,
+    worker: Option<Worker<EpochBuffer>>,
     started: Instant,
     summary: Summary,
 }
@@ -239,7 +240,7 @@ impl TileStream {
 
     /// The buffer of the current epoch: the one being filled, a returned one,
     /// a new one (at most two exist), or the next the sink gives back.
-    fn take_buffer(&mut self) -> Result<Vec<u8>, StreamError> {
+    fn take_buffer(&mut self) -> Result<EpochBuffer, StreamError> {
         if let Some(buf) = self.current.take() {
             return Ok(buf);
         }
@@ -255,7 +256,7 @@ impl TileStream {
             self.allocated += 1;
             let bytes = self.plan.epoch_buffer_bytes() as usize;
             self.summary.buffer_bytes += bytes as u64;
-            return Ok(self.pool.install(|| epoch_buffer(bytes, &self.fill)));
+            return self.pool.install(|| EpochBuffer::new(bytes, &self.fill));
         }
         let waited = Instant::now();
         let result = worker
@@ -342,65 +343,4 @@ pub(crate) fn check_complete(
         });
     }
     Ok(())
-}
-
-/// `bytes` bytes of the repeated element `fill` (whose length divides
-/// `bytes`), written now (by all threads of the current pool) so that no page
-/// fault lands in the hot path.
-pub(crate) fn filled(bytes: usize, fill: &[u8]) -> Vec<u8> {
-    fill_to(Vec::with_capacity(bytes), bytes, fill)
-}
-
-/// An epoch buffer: [`filled`], backed by huge pages where the kernel can.
-fn epoch_buffer(bytes: usize, fill: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(bytes);
-    advise_huge_pages(&mut out);
-    fill_to(out, bytes, fill)
-}
-
-/// `out` (empty, with capacity for `bytes`) holding `bytes` bytes of the
-/// repeated `fill`.
-fn fill_to(mut out: Vec<u8>, bytes: usize, fill: &[u8]) -> Vec<u8> {
-    use rayon::prelude::*;
-    if fill.iter().all(|&b| b == fill[0]) {
-        out.spare_capacity_mut()[..bytes]
-            .par_chunks_mut(1 << 20)
-            .for_each(|chunk| {
-                chunk.iter_mut().for_each(|b| {
-                    b.write(fill[0]);
-                })
-            });
-        // SAFETY: the first `bytes` bytes were just initialised.
-        unsafe { out.set_len(bytes) };
-        return out;
-    }
-    out.extend_from_slice(&fill[..fill.len().min(bytes)]);
-    while out.len() < bytes {
-        let n = out.len().min(bytes - out.len());
-        out.extend_from_within(..n);
-    }
-    out
-}
-
-/// Asks the kernel to back the (untouched) capacity of `buf` with huge
-/// pages where it can. A scatter writes into thousands of tiles at once; with
-/// 4 KB pages nearly every store would miss the TLB. Only advice: where the
-/// kernel declines, the buffer works the same, slower.
-fn advise_huge_pages(buf: &mut Vec<u8>) {
-    #[cfg(target_os = "linux")]
-    {
-        const PAGE: usize = 4096;
-        let start = buf.as_mut_ptr() as usize;
-        let first = start.next_multiple_of(PAGE);
-        let end = (start + buf.capacity()) / PAGE * PAGE;
-        if end > first {
-            // SAFETY: the range lies inside the allocation of `buf`, and
-            // MADV_HUGEPAGE changes no contents (the pages are untouched).
-            unsafe {
-                libc::madvise(first as *mut libc::c_void, end - first, libc::MADV_HUGEPAGE);
-            }
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = buf;
 }

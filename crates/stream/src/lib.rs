@@ -22,6 +22,7 @@
 //! ```
 
 mod backend;
+mod buffer;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 mod dtype;

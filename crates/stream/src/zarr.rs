@@ -192,7 +192,7 @@ impl ShardLayout {
             .map(|(n, k)| n * k)
             .collect();
         let total: usize = extent.iter().product::<usize>() * self.esize;
-        let mut out = crate::engine::filled(total, fill);
+        let mut out = crate::buffer::filled(total, fill);
         let tile_bytes = self.tile.iter().product::<usize>() * self.esize;
         let row = self.tile[rank - 1] * self.esize;
         let per_epoch: usize = self.shard[1..].iter().product();
