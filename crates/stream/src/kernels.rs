@@ -81,12 +81,71 @@ pub(crate) fn store_fence() {
     }
 }
 
+/// The in-register transpose the copy planner chose for tile columns whose
+/// runs are one element wide: `units` loads of `units` elements, shuffled
+/// in registers, stored as `units` vectors of `units` elements.
+///
+/// The planner ([`retile_copy::TransposeRequest`]) is asked for one thread
+/// moving a square block of a group: coordinates (row, column) to offsets
+/// `row * row + column` in the input and `column * tile + row` in the tiles,
+/// with this CPU's widest register as the widest access.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RegisterTranspose {
+    /// Bytes per element.
+    width: usize,
+    /// Elements per load and store, and loads and stores per block.
+    units: usize,
+}
+
+impl RegisterTranspose {
+    /// The transpose of `width`-byte elements from input rows `row_bytes`
+    /// apart into tiles `tile_bytes` apart, or `None` where the planner
+    /// rejects it or no kernel runs its plan (then runs are copied one by one).
+    pub fn plan(width: usize, row_bytes: usize, tile_bytes: usize) -> Option<RegisterTranspose> {
+        let bits = register_bits(width)?;
+        let units = (bits / 8 / width) as i64;
+        let (row, tile) = ((row_bytes / width) as i64, (tile_bytes / width) as i64);
+        let vector = |extent, stride| retile_layout::Layout::vector(extent, stride).ok();
+        let src = retile_layout::Layout::from_modes([vector(units, row)?, vector(units, 1)?]);
+        let dst = retile_layout::Layout::from_modes([vector(units, 1)?, vector(units, tile)?]);
+        let request =
+            retile_copy::TransposeRequest::new(1, 8 * width as i64, bits as i64, src, dst);
+        match request.plan().ok()? {
+            retile_copy::TransposePlan::Applies(t)
+                if t.load_width == units
+                    && t.loads == units
+                    && t.store_width == units
+                    && t.stores == units =>
+            {
+                Some(RegisterTranspose {
+                    width,
+                    units: units as usize,
+                })
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Bits of the widest register that transposes `width`-byte elements here.
+fn register_bits(width: usize) -> Option<usize> {
+    #[cfg(target_arch = "x86_64")]
+    if matches!(width, 1 | 2 | 4 | 8) {
+        let wide = width >= 2 && std::is_x86_feature_detected!("avx512vbmi");
+        return Some(if wide { 512 } else { 128 });
+    }
+    let _ = width;
+    None
+}
+
 /// Copies a block of `columns` full tile columns of `rows` rows whose runs
 /// are `width` bytes: column `c`, row `g` goes from
-/// `src + g * src_stride + c * width` to `dst + c * dst_step + g * width`.
+/// `src + g * src_stride + c * width` to `dst + c * dst_step + g * width`,
+/// whole blocks in registers when `transpose` is given.
 ///
 /// # Safety
 /// Every run must lie inside its allocation; destinations must not overlap sources.
+#[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn copy_columns(
     dst: *mut u8,
     dst_step: usize,
@@ -95,12 +154,15 @@ pub(crate) unsafe fn copy_columns(
     rows: usize,
     columns: usize,
     width: usize,
+    transpose: Option<RegisterTranspose>,
 ) {
-    let mut done = 0;
+    let (mut done, mut tail) = (0, rows);
     #[cfg(target_arch = "x86_64")]
-    if matches!(width, 1 | 2 | 4 | 8) {
-        done = simd::transpose_columns(dst, dst_step, src, src_stride, rows, columns, width);
+    if let Some(plan) = transpose {
+        (done, tail) = simd::transpose_columns(dst, dst_step, src, src_stride, rows, columns, plan);
     }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = transpose;
     for c in done..columns {
         copy_runs(
             dst.add(c * dst_step),
@@ -112,7 +174,6 @@ pub(crate) unsafe fn copy_columns(
         );
     }
     for c in 0..done {
-        let tail = rows - rows % (16 / width);
         if tail < rows {
             copy_runs(
                 dst.add(c * dst_step + tail * width),
@@ -130,26 +191,126 @@ pub(crate) unsafe fn copy_columns(
 mod simd {
     use std::arch::x86_64::*;
 
-    /// Interleaves the low / high halves of `a` and `b` in units of `W` bytes.
-    #[inline(always)]
-    unsafe fn unpack<const W: usize>(a: __m128i, b: __m128i) -> (__m128i, __m128i) {
-        match W {
-            1 => (_mm_unpacklo_epi8(a, b), _mm_unpackhi_epi8(a, b)),
-            2 => (_mm_unpacklo_epi16(a, b), _mm_unpackhi_epi16(a, b)),
-            4 => (_mm_unpacklo_epi32(a, b), _mm_unpackhi_epi32(a, b)),
-            _ => (_mm_unpacklo_epi64(a, b), _mm_unpackhi_epi64(a, b)),
+    use super::RegisterTranspose;
+
+    /// Bytes of a cache line: each column receives whole lines.
+    const LINE: usize = 64;
+    /// How far ahead along each input row the loads are prefetched (input
+    /// rows lie in different pages, across which the hardware does not prefetch).
+    const AHEAD: usize = 512;
+
+    /// A SIMD register as the transpose uses it.
+    trait Vector: Copy {
+        unsafe fn zero() -> Self;
+        unsafe fn load(p: *const u8) -> Self;
+        unsafe fn store(self, p: *mut u8);
+        /// A non-temporal store; `p` is aligned to the register's size.
+        unsafe fn stream(self, p: *mut u8);
+        /// Interleaves the first halves, then the second halves, of `a` and
+        /// `b` in units of `W` bytes.
+        unsafe fn zip<const W: usize>(a: Self, b: Self) -> (Self, Self);
+    }
+
+    impl Vector for __m128i {
+        #[inline(always)]
+        unsafe fn zero() -> Self {
+            _mm_setzero_si128()
+        }
+        #[inline(always)]
+        unsafe fn load(p: *const u8) -> Self {
+            _mm_loadu_si128(p as *const __m128i)
+        }
+        #[inline(always)]
+        unsafe fn store(self, p: *mut u8) {
+            _mm_storeu_si128(p as *mut __m128i, self)
+        }
+        #[inline(always)]
+        unsafe fn stream(self, p: *mut u8) {
+            _mm_stream_si128(p as *mut __m128i, self)
+        }
+        #[inline(always)]
+        unsafe fn zip<const W: usize>(a: Self, b: Self) -> (Self, Self) {
+            match W {
+                1 => (_mm_unpacklo_epi8(a, b), _mm_unpackhi_epi8(a, b)),
+                2 => (_mm_unpacklo_epi16(a, b), _mm_unpackhi_epi16(a, b)),
+                4 => (_mm_unpacklo_epi32(a, b), _mm_unpackhi_epi32(a, b)),
+                _ => (_mm_unpacklo_epi64(a, b), _mm_unpackhi_epi64(a, b)),
+            }
         }
     }
 
-    /// Transposes `K = 16 / W` registers of `K` units: log2(K) rounds of
-    /// pairing register `j` with `j + K/2` (the perfect shuffle).
+    /// The lane indices of `permutex2var` that interleave two registers'
+    /// `half`-th halves in units of `w` bytes, as little-endian bytes.
+    const fn zip_index(w: usize, half: usize) -> [u8; 64] {
+        let n = 64 / w;
+        let mut bytes = [0u8; 64];
+        let mut i = 0;
+        while i < n {
+            bytes[i * w] = (i / 2 + half * n / 2 + (i % 2) * n) as u8;
+            i += 1;
+        }
+        bytes
+    }
+
+    /// The `permutex2var` indices of [`Vector::zip`] for `W`-byte units.
+    struct Zip<const W: usize>;
+    impl<const W: usize> Zip<W> {
+        const LO: [u8; 64] = zip_index(W, 0);
+        const HI: [u8; 64] = zip_index(W, 1);
+    }
+
+    /// Used only inside functions that enable AVX-512 (BW, VBMI).
+    impl Vector for __m512i {
+        #[inline(always)]
+        unsafe fn zero() -> Self {
+            _mm512_setzero_si512()
+        }
+        #[inline(always)]
+        unsafe fn load(p: *const u8) -> Self {
+            _mm512_loadu_si512(p as *const __m512i)
+        }
+        #[inline(always)]
+        unsafe fn store(self, p: *mut u8) {
+            _mm512_storeu_si512(p as *mut __m512i, self)
+        }
+        #[inline(always)]
+        unsafe fn stream(self, p: *mut u8) {
+            _mm512_stream_si512(p as *mut __m512i, self)
+        }
+        #[inline(always)]
+        unsafe fn zip<const W: usize>(a: Self, b: Self) -> (Self, Self) {
+            let lo = _mm512_loadu_si512(Zip::<W>::LO.as_ptr() as *const __m512i);
+            let hi = _mm512_loadu_si512(Zip::<W>::HI.as_ptr() as *const __m512i);
+            match W {
+                1 => (
+                    _mm512_permutex2var_epi8(a, lo, b),
+                    _mm512_permutex2var_epi8(a, hi, b),
+                ),
+                2 => (
+                    _mm512_permutex2var_epi16(a, lo, b),
+                    _mm512_permutex2var_epi16(a, hi, b),
+                ),
+                4 => (
+                    _mm512_permutex2var_epi32(a, lo, b),
+                    _mm512_permutex2var_epi32(a, hi, b),
+                ),
+                _ => (
+                    _mm512_permutex2var_epi64(a, lo, b),
+                    _mm512_permutex2var_epi64(a, hi, b),
+                ),
+            }
+        }
+    }
+
+    /// Transposes `K` registers of `K` units of `W` bytes: log2(K) rounds
+    /// of zipping register `j` with `j + K/2` (the perfect shuffle).
     #[inline(always)]
-    unsafe fn transpose<const K: usize, const W: usize>(regs: &mut [__m128i; K]) {
+    unsafe fn transpose<V: Vector, const K: usize, const W: usize>(regs: &mut [V; K]) {
         let mut span = K;
         while span > 1 {
             let mut next = *regs;
             for j in 0..K / 2 {
-                let (lo, hi) = unpack::<W>(regs[j], regs[j + K / 2]);
+                let (lo, hi) = V::zip::<W>(regs[j], regs[j + K / 2]);
                 next[2 * j] = lo;
                 next[2 * j + 1] = hi;
             }
@@ -158,49 +319,64 @@ mod simd {
         }
     }
 
-    /// Transposes whole `K x K` blocks of `W`-byte units.
-    /// Transposes whole `K x K` blocks of `W`-byte units, `K` columns at a
-    /// time down all rows, prefetching the rows two blocks ahead (input rows
-    /// usually lie in different pages, across which the hardware does not
-    /// prefetch). With `STREAM` the stores bypass the cache: worth it when
-    /// the `K` columns' lines fit the write-combining buffers.
+    /// Transposes `K x K` blocks of `W`-byte units, `K` columns at a time
+    /// down all rows, `T` blocks per step so that each column receives one
+    /// whole cache line per step; with `stream` the lines bypass the cache
+    /// (tiles are not read again before the sink takes them).
     #[inline(always)]
-    unsafe fn blocks<const K: usize, const W: usize, const STREAM: bool>(
+    unsafe fn blocks<V: Vector, const K: usize, const W: usize, const T: usize>(
         dst: *mut u8,
         dst_step: usize,
         src: *const u8,
         src_stride: usize,
         rows: usize,
         columns: usize,
+        stream: bool,
     ) {
         for c0 in (0..columns).step_by(K) {
-            for g0 in (0..rows).step_by(K) {
-                let mut regs = [_mm_setzero_si128(); K];
-                for (i, reg) in regs.iter_mut().enumerate() {
-                    let ahead = g0 + 2 * K + i;
-                    if ahead < rows {
-                        _mm_prefetch::<_MM_HINT_T0>(
-                            src.add(ahead * src_stride + c0 * W) as *const i8
-                        );
+            let ahead = c0 * W + AHEAD < columns * W;
+            for g0 in (0..rows).step_by(K * T) {
+                let mut regs = [[V::zero(); K]; T];
+                for (t, block) in regs.iter_mut().enumerate() {
+                    for (i, reg) in block.iter_mut().enumerate() {
+                        let row = src.add((g0 + t * K + i) * src_stride + c0 * W);
+                        if ahead {
+                            _mm_prefetch::<_MM_HINT_T0>(row.add(AHEAD) as *const i8);
+                        }
+                        *reg = V::load(row);
                     }
-                    *reg =
-                        _mm_loadu_si128(src.add((g0 + i) * src_stride + c0 * W) as *const __m128i);
+                    transpose::<V, K, W>(block);
                 }
-                transpose::<K, W>(&mut regs);
-                for (j, reg) in regs.iter().enumerate() {
-                    let at = dst.add((c0 + j) * dst_step + g0 * W) as *mut __m128i;
-                    if STREAM {
-                        _mm_stream_si128(at, *reg);
-                    } else {
-                        _mm_storeu_si128(at, *reg);
+                for j in 0..K {
+                    for (t, block) in regs.iter().enumerate() {
+                        let at = dst.add((c0 + j) * dst_step + (g0 + t * K) * W);
+                        if stream {
+                            block[j].stream(at);
+                        } else {
+                            block[j].store(at);
+                        }
                     }
                 }
             }
         }
     }
 
-    /// Transposes whole `k x k` blocks (`k = 16 / width`); returns how many
-    /// columns it covered (rows past the last whole block are left to the caller).
+    /// [`blocks`] in 512-bit registers.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+    unsafe fn wide_blocks<const K: usize, const W: usize>(
+        dst: *mut u8,
+        dst_step: usize,
+        src: *const u8,
+        src_stride: usize,
+        rows: usize,
+        columns: usize,
+        stream: bool,
+    ) {
+        blocks::<__m512i, K, W, 1>(dst, dst_step, src, src_stride, rows, columns, stream)
+    }
+
+    /// Transposes the whole blocks of a group as `plan` says; returns how
+    /// many columns and rows it covered (the rest is left to the caller).
     pub(super) unsafe fn transpose_columns(
         dst: *mut u8,
         dst_step: usize,
@@ -208,31 +384,88 @@ mod simd {
         src_stride: usize,
         rows: usize,
         columns: usize,
-        width: usize,
-    ) -> usize {
-        let k = 16 / width;
-        let (full_columns, full_rows) = (columns - columns % k, rows - rows % k);
-        let aligned = (dst as usize) % 16 == 0 && dst_step % 16 == 0;
-        match (width, aligned) {
-            (1, _) => {
-                blocks::<16, 1, false>(dst, dst_step, src, src_stride, full_rows, full_columns)
-            }
-            (2, _) => {
-                blocks::<8, 2, false>(dst, dst_step, src, src_stride, full_rows, full_columns)
-            }
-            (4, true) => {
-                blocks::<4, 4, true>(dst, dst_step, src, src_stride, full_rows, full_columns)
-            }
-            (4, false) => {
-                blocks::<4, 4, false>(dst, dst_step, src, src_stride, full_rows, full_columns)
-            }
-            (_, true) => {
-                blocks::<2, 8, true>(dst, dst_step, src, src_stride, full_rows, full_columns)
-            }
-            (_, false) => {
-                blocks::<2, 8, false>(dst, dst_step, src, src_stride, full_rows, full_columns)
+        plan: RegisterTranspose,
+    ) -> (usize, usize) {
+        let RegisterTranspose { width, units } = plan;
+        let step_rows = LINE / width;
+        let (columns, rows) = (columns - columns % units, rows - rows % step_rows);
+        let stream = (dst as usize) % LINE == 0 && dst_step % LINE == 0;
+        let (d, ds, s, ss, st) = (dst, dst_step, src, src_stride, stream);
+        match (width, units) {
+            (2, 32) => wide_blocks::<32, 2>(d, ds, s, ss, rows, columns, st),
+            (4, 16) => wide_blocks::<16, 4>(d, ds, s, ss, rows, columns, st),
+            (8, 8) => wide_blocks::<8, 8>(d, ds, s, ss, rows, columns, st),
+            (1, 16) => blocks::<__m128i, 16, 1, 4>(d, ds, s, ss, rows, columns, st),
+            (2, 8) => blocks::<__m128i, 8, 2, 4>(d, ds, s, ss, rows, columns, st),
+            (4, 4) => blocks::<__m128i, 4, 4, 4>(d, ds, s, ss, rows, columns, st),
+            (8, 2) => blocks::<__m128i, 2, 8, 4>(d, ds, s, ss, rows, columns, st),
+            _ => return (0, rows),
+        }
+        (columns, rows)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Copies `columns` tile columns of `rows` rows with the planned
+    /// transpose into a buffer at byte offset `skew`, and checks every run.
+    fn check_columns(width: usize, rows: usize, columns: usize, skew: usize) {
+        let (row_bytes, tile_bytes) = (columns * width + 3 * width, 4096 + 64);
+        let src: Vec<u8> = (0..rows * row_bytes)
+            .map(|i| (i * 131 % 251) as u8)
+            .collect();
+        let mut dst = crate::buffer::EpochBuffer::new(skew + columns * tile_bytes, &[0]).unwrap();
+        let plan = RegisterTranspose::plan(width, row_bytes, tile_bytes);
+        // SAFETY: every run lies inside `src` and `dst`, which do not overlap.
+        unsafe {
+            copy_columns(
+                dst.as_mut_ptr().add(skew),
+                tile_bytes,
+                src.as_ptr(),
+                row_bytes,
+                rows,
+                columns,
+                width,
+                plan,
+            );
+        }
+        store_fence();
+        for c in 0..columns {
+            for g in 0..rows {
+                let from = &src[g * row_bytes + c * width..][..width];
+                let to = &dst[skew + c * tile_bytes + g * width..][..width];
+                assert_eq!(from, to, "width {width}, row {g}, column {c}, skew {skew}");
             }
         }
-        full_columns
+    }
+
+    #[test]
+    fn planned_transposes_move_every_run_of_every_width() {
+        for width in [1, 2, 4, 8] {
+            for (rows, columns) in [(0, 5), (7, 0), (64, 32), (64, 64), (70, 45), (128, 100)] {
+                for skew in [0, 2 * width] {
+                    check_columns(width, rows, columns, skew);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_planner_picks_square_blocks_of_the_widest_register() {
+        for width in [1, 2, 4, 8] {
+            let plan = RegisterTranspose::plan(width, 4096, 1 << 17);
+            #[cfg(target_arch = "x86_64")]
+            {
+                let plan = plan.expect("x86-64 transposes 1- to 8-byte runs in registers");
+                let wide = width >= 2 && std::is_x86_feature_detected!("avx512vbmi");
+                assert_eq!(plan.units * width, if wide { 64 } else { 16 });
+            }
+            #[cfg(not(target_arch = "x86_64"))]
+            assert_eq!(plan, None);
+        }
+        assert_eq!(RegisterTranspose::plan(3, 4096, 1 << 17), None);
+        assert_eq!(RegisterTranspose::plan(16, 4096, 1 << 17), None);
     }
 }

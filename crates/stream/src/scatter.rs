@@ -9,12 +9,14 @@
 //! group is copied tile column by tile column as a small 2-D block — the
 //! in-register transpose when the fastest tile extent is tiny.
 
-use crate::kernels::{copy_columns, copy_runs, store_fence};
+use crate::kernels::{copy_columns, copy_runs, store_fence, RegisterTranspose};
 use crate::plan::StreamPlan;
 
-/// Bytes each tile receives per block of input rows, at least: two whole
-/// cache lines, so that narrow segments fill the lines they start.
-const BLOCK_BYTES: usize = 128;
+/// Bytes each tile receives per block of input rows, at least: one whole
+/// cache line, so that narrow segments fill the lines they start (and
+/// in-register transposes store whole lines), while the block's input rows
+/// stay few enough for the prefetchers to follow.
+const BLOCK_BYTES: usize = 64;
 /// Input rows copied together, at least (a multiple of every transpose
 /// block height): few enough that the hardware prefetcher tracks them all.
 const ROW_BLOCK: usize = 16;
@@ -38,6 +40,8 @@ pub(crate) struct Geometry {
     counts: Vec<usize>,
     /// Tile extents of all dimensions.
     tile: Vec<usize>,
+    /// How tile columns of one-element segments move, when in registers.
+    transpose: Option<RegisterTranspose>,
 }
 
 impl Geometry {
@@ -54,12 +58,14 @@ impl Geometry {
             (spec.shape()[rank - 1] as usize, dims)
         };
         let tile_bytes = tile.iter().product::<usize>() * esize;
+        let seg_bytes = tile[rank - 1] * esize;
         Geometry {
             esize,
             row_bytes: row_elems * esize,
             rows: row_dims.iter().map(|d| d.0).product(),
-            seg_bytes: tile[rank - 1] * esize,
+            seg_bytes,
             tile_bytes,
+            transpose: RegisterTranspose::plan(seg_bytes, row_elems * esize, tile_bytes),
             row_dims,
             counts: plan.tile_counts()[1..]
                 .iter()
@@ -188,6 +194,7 @@ impl Geometry {
                     n,
                     full,
                     self.seg_bytes,
+                    self.transpose,
                 );
                 if last_width > 0 {
                     copy_runs(

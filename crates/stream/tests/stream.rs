@@ -204,6 +204,43 @@ proptest! {
     }
 }
 
+/// Shapes whose tiles are one or two elements wide along the fastest
+/// dimension and tall enough for the in-register transposes (up to 64 rows
+/// per step, 32 columns per block), ragged on every side.
+fn thin_case() -> impl Strategy<Value = (Vec<u64>, Vec<u64>, usize, Vec<usize>, u64)> {
+    (
+        (1u64..=3, 1u64..=140, 1u64..=140),
+        (1u64..=2, 1u64..=90, 1u64..=2),
+        prop::sample::select(vec![1usize, 2, 4, 8]),
+        prop::collection::vec(any::<usize>(), 0..4),
+        any::<u64>(),
+    )
+        .prop_map(|((p, r, c), (tp, tr, tc), esize, cuts, seed)| {
+            (vec![p, r, c], vec![tp, tr, tc], esize, cuts, seed)
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 60, failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn thin_tiles_match_the_naive_reference((shape, tile, esize, cuts, seed) in thin_case()) {
+        let bytes = shape.iter().product::<u64>() as usize * esize;
+        let data: Vec<u8> = (0..bytes).map(|i| ((i as u64).wrapping_mul(0x9E3779B97F4A7C15) ^ seed) as u8).collect();
+        let mut cuts: Vec<usize> = cuts.iter().map(|c| c % (bytes + 1)).collect();
+        cuts.sort_unstable();
+        let fill = vec![0x5A; esize];
+        let spec = StreamSpec::new(dtype_of(esize), shape.clone(), tile.clone()).unwrap();
+        let (sink, result) = run(spec, &data, &cuts, &fill, 2);
+        prop_assert_eq!(result.unwrap().bytes as usize, bytes);
+        let expected = reference_tiles(&shape, &tile, esize, shape[0], &data, &fill);
+        for (key, tile_bytes) in &expected {
+            let got = sink.tile(key);
+            prop_assert_eq!(got.as_ref(), Some(tile_bytes), "tile {:?}", key);
+        }
+    }
+}
+
 /// Every element of a coordinate-encoded stream lands where its value says.
 #[test]
 fn a_coordinate_encoded_fixture_proves_every_placement() {
