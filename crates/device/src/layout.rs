@@ -256,7 +256,7 @@ impl DeviceLayout {
     pub fn host_stick_dim(&self) -> Option<usize> {
         let n = self.dim_map.len();
         let at = if self.is_sparse() {
-            n.checked_sub(3).unwrap_or(0)
+            n.saturating_sub(3)
         } else {
             n - 1
         };

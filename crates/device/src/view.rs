@@ -135,7 +135,7 @@ fn split_position(
             });
             break;
         }
-        if end % t != 0 {
+        if !end.is_multiple_of(t) {
             return invalid(format!(
                 "new host dimension {d} ({}) does not split evenly over a device dimension",
                 new_host[d]

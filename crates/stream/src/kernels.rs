@@ -59,7 +59,7 @@ unsafe fn stream_run(dst: *mut u8, src: *const u8, width: usize) {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_stream_si128};
-        if width % 64 == 0 && (dst as usize) % 16 == 0 {
+        if width.is_multiple_of(64) && (dst as usize).is_multiple_of(16) {
             for k in (0..width).step_by(16) {
                 _mm_stream_si128(
                     dst.add(k) as *mut __m128i,
@@ -389,7 +389,7 @@ mod simd {
         let RegisterTranspose { width, units } = plan;
         let step_rows = LINE / width;
         let (columns, rows) = (columns - columns % units, rows - rows % step_rows);
-        let stream = (dst as usize) % LINE == 0 && dst_step % LINE == 0;
+        let stream = (dst as usize).is_multiple_of(LINE) && dst_step.is_multiple_of(LINE);
         let (d, ds, s, ss, st) = (dst, dst_step, src, src_stride, stream);
         match (width, units) {
             (2, 32) => wide_blocks::<32, 2>(d, ds, s, ss, rows, columns, st),

@@ -331,7 +331,9 @@ impl StreamPlan {
     /// tiles hold out of their extent.
     pub fn padding(&self) -> Vec<(usize, u64, u64)> {
         (0..self.spec.shape.len())
-            .filter(|&d| self.spec.shape[d] != 0 && self.spec.shape[d] % self.spec.tile[d] != 0)
+            .filter(|&d| {
+                self.spec.shape[d] != 0 && !self.spec.shape[d].is_multiple_of(self.spec.tile[d])
+            })
             .map(|d| (d, self.spec.shape[d] % self.spec.tile[d], self.spec.tile[d]))
             .collect()
     }

@@ -111,7 +111,7 @@ impl Geometry {
     pub fn scatter(&self, buf: &mut [u8], start: usize, src: &[u8], parallel: bool) {
         let end = start + src.len();
         let mut pos = start;
-        if pos % self.row_bytes != 0 {
+        if !pos.is_multiple_of(self.row_bytes) {
             let stop = end.min((pos / self.row_bytes + 1) * self.row_bytes);
             self.partial_row(buf, pos, &src[..stop - start], stop);
             pos = stop;

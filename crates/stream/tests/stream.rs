@@ -180,7 +180,7 @@ proptest! {
         let mut dims = shape.clone();
         dims[0] = planes;
         let bytes = dims.iter().product::<u64>() as usize * esize;
-        let data: Vec<u8> = (0..bytes).map(|i| (i as u64 * 2654435761 ^ seed) as u8).collect();
+        let data: Vec<u8> = (0..bytes).map(|i| ((i as u64 * 2654435761) ^ seed) as u8).collect();
         let mut cuts: Vec<usize> = cuts.iter().map(|c| c % (bytes + 1)).collect();
         cuts.sort_unstable();
         if unbounded {
