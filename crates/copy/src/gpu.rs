@@ -9,7 +9,9 @@
 //! unit (up to 8 bytes), swizzles unit columns by row so that neither the
 //! loads nor the column reads conflict on banks, transposes `P x P` units in
 //! registers (the in-thread transpose) and stores along the output's
-//! contiguous dimension; tiles shrink to extents smaller than 32 units.
+//! contiguous dimension; tiles shrink to extents smaller than 32 units, and
+//! where the output's fastest dimension is shorter than a tile, tile rows
+//! run on into the output's next dimension (contiguous after it).
 //! Index arithmetic is 32-bit when the tensor fits.
 
 use std::collections::HashMap;
@@ -343,6 +345,9 @@ extern "C" __global__ void __launch_bounds__(256) retile_rows(const vec_t* __res
     }
 }
 
+/// The most rows a transpose tile has: 32 units of up to 8 elements.
+const MAX_TILE_ROWS: i64 = 32 * 8;
+
 fn transpose_kernel(
     shape: &[i64],
     perm: &[usize],
@@ -354,7 +359,20 @@ fn transpose_kernel(
 ) -> Kernel {
     let n = shape.len();
     let (b, a) = (n - 1, perm[n - 1]);
-    let (na, nb) = (shape[a], shape[b]);
+    let nb = shape[b];
+    // the output holds the dimension just slower than `a` right after it, so
+    // when `a` is too short to fill a tile, tile rows run on into it
+    let a2 = perm[..n - 1]
+        .last()
+        .copied()
+        .filter(|&d| d != b && shape[a] < MAX_TILE_ROWS);
+    let (na, rows_of_a2) = match a2 {
+        Some(d) => (
+            shape[a] * shape[d],
+            format!(" + ((ga) / {}) * {}", shape[a], in_strides[d]),
+        ),
+        None => (shape[a], String::new()),
+    };
     // P elements per unit: units of at most 8 bytes, whole units in both extents
     let p = [8usize, 4, 2, 1]
         .into_iter()
@@ -368,7 +386,9 @@ fn transpose_kernel(
     let fit = (32 * 1024 / (p as i64 * ub * (p * e) as i64)).max(1);
     let ua = units(na).min(1 << (63 - fit.leading_zeros()));
     let (ta_len, tb_len) = (ua * p as i64, ub * p as i64);
-    let batch: Vec<usize> = (0..n).filter(|&d| d != a && d != b).collect();
+    let batch: Vec<usize> = (0..n)
+        .filter(|&d| d != a && d != b && Some(d) != a2)
+        .collect();
     let bx: Vec<i64> = batch.iter().map(|&d| shape[d]).collect();
     let (tiles_a, tiles_b) = ((na + ta_len - 1) / ta_len, (nb + tb_len - 1) / tb_len);
     let tiles = tiles_a * tiles_b * bx.iter().product::<i64>();
@@ -378,6 +398,8 @@ fn transpose_kernel(
 #define UA {ua}
 #define UB {ub}
 #define LOADS ((UA * P * UB + 255) / 256)
+// the input offset of tile row `ga`
+#define IN_ROW(ga) (((ga) % {na_a}) * {sa}{rows_of_a2})
 // tile `bid`'s position along b and a, and its index over the batch dimensions
 #define TILE_COORDS(bid) \
   const idx_t tb = (bid) % {tiles_b}, rest = (bid) / {tiles_b}; \
@@ -398,7 +420,7 @@ extern "C" __global__ void __launch_bounds__(256) retile_transpose(const elem_t*
       const int a = threadIdx.x / UB + i * (256 / UB);
       const idx_t ga = a0 + a;
       v[i] = 0;
-      if (a < UA * P && ga < {na}ull && gb < {nb}ull) v[i] = __ldg((const unit_t*)(in + in_base + ga * {sa} + gb));
+      if (a < UA * P && ga < {na}ull && gb < {nb}ull) v[i] = __ldg((const unit_t*)(in + in_base + IN_ROW(ga) + gb));
     }}
   }};
   if (blockIdx.x < {tiles}ull) load(blockIdx.x);
@@ -434,6 +456,7 @@ extern "C" __global__ void __launch_bounds__(256) retile_transpose(const elem_t*
 "#,
         unit = c_type(p * e),
         sa = in_strides[a],
+        na_a = shape[a],
         tb_stride = os[b],
         decomp_in = decompose(
             "bi",
