@@ -1,12 +1,13 @@
 //! The copy kernels of the scatter: strided runs of bytes, and 2-D blocks
-//! whose runs are one to eight bytes wide, transposed in SSE registers.
+//! whose runs are one element wide, transposed in registers.
 //!
 //! A block is `rows` runs of `width` bytes read from consecutive input rows
 //! (`src_stride` apart) for each of `columns` consecutive tile columns, and
 //! written, column by column, into consecutive rows of the column's tile
-//! (`dst_step` apart per column). With tiny widths the block is a transpose:
-//! `16 / width` rows of 16 bytes are loaded, transposed with unpack
-//! instructions, and stored as `16 / width` columns of 16 bytes.
+//! (`dst_step` apart per column). With one-element runs the block is a
+//! transpose: the copy planner picks a square block per register (K loads
+//! of K elements, shuffled, K stores), and each column receives whole
+//! 64-byte lines, streamed past the cache when aligned.
 
 /// Copies `rows` runs of `width` bytes from `src` (stride `src_stride`) to
 /// `dst` (stride `dst_stride`).
@@ -86,9 +87,9 @@ pub(crate) fn store_fence() {
 /// in registers, stored as `units` vectors of `units` elements.
 ///
 /// The planner ([`retile_copy::TransposeRequest`]) is asked for one thread
-/// moving a square block of a group: coordinates (row, column) to offsets
-/// `row * row + column` in the input and `column * tile + row` in the tiles,
-/// with this CPU's widest register as the widest access.
+/// moving a square block of a group: coordinates (row, column) map to
+/// `row * row_elements + column` in the input and `column * tile_elements +
+/// row` in the tiles, with this CPU's widest register as the widest access.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct RegisterTranspose {
     /// Bytes per element.
@@ -127,11 +128,16 @@ impl RegisterTranspose {
     }
 }
 
-/// Bits of the widest register that transposes `width`-byte elements here.
+/// Bits of the widest register that transposes `width`-byte elements here:
+/// 512 with AVX-512 (one-byte elements stay at 128: a 64 x 64 block would
+/// not fit the register file), 128 (SSE2, every x86-64) otherwise.
 fn register_bits(width: usize) -> Option<usize> {
     #[cfg(target_arch = "x86_64")]
     if matches!(width, 1 | 2 | 4 | 8) {
-        let wide = width >= 2 && std::is_x86_feature_detected!("avx512vbmi");
+        let wide = width >= 2
+            && std::is_x86_feature_detected!("avx512f")
+            && std::is_x86_feature_detected!("avx512bw")
+            && std::is_x86_feature_detected!("avx512vbmi");
         return Some(if wide { 512 } else { 128 });
     }
     let _ = width;
@@ -377,6 +383,8 @@ mod simd {
 
     /// Transposes the whole blocks of a group as `plan` says; returns how
     /// many columns and rows it covered (the rest is left to the caller).
+    /// 512-bit plans exist only where `register_bits` found AVX-512, so
+    /// `wide_blocks` runs only on CPUs that have it.
     pub(super) unsafe fn transpose_columns(
         dst: *mut u8,
         dst_step: usize,
