@@ -87,9 +87,11 @@ pub(crate) fn store_fence() {
 /// in registers, stored as `units` vectors of `units` elements.
 ///
 /// The planner ([`retile_copy::TransposeRequest`]) is asked for one thread
-/// moving a square block of a group: coordinates (row, column) map to
-/// `row * row_elements + column` in the input and `column * tile_elements +
-/// row` in the tiles, with this CPU's widest register as the widest access.
+/// moving a square block from row-major to column-major order, with this
+/// CPU's widest register as the widest access. The block is planned at its
+/// own pitch: x86 loads and stores need no alignment, so the input's row
+/// pitch and the tiles' spacing do not limit the vectors (stores bypass the
+/// cache only where they are aligned, decided when the block runs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct RegisterTranspose {
     /// Bytes per element.
@@ -99,16 +101,19 @@ pub(crate) struct RegisterTranspose {
 }
 
 impl RegisterTranspose {
-    /// The transpose of `width`-byte elements from input rows `row_bytes`
-    /// apart into tiles `tile_bytes` apart, or `None` where the planner
-    /// rejects it or no kernel runs its plan (then runs are copied one by one).
-    pub fn plan(width: usize, row_bytes: usize, tile_bytes: usize) -> Option<RegisterTranspose> {
-        let bits = register_bits(width)?;
+    /// The transpose of `width`-byte elements in this CPU's widest
+    /// registers, or `None` where the planner rejects it or no kernel runs
+    /// its plan (then runs are copied one by one).
+    pub fn plan(width: usize) -> Option<RegisterTranspose> {
+        Self::plan_in(register_bits(width)?, width)
+    }
+
+    /// [`RegisterTranspose::plan`] for registers of `bits` bits.
+    fn plan_in(bits: usize, width: usize) -> Option<RegisterTranspose> {
         let units = (bits / 8 / width) as i64;
-        let (row, tile) = ((row_bytes / width) as i64, (tile_bytes / width) as i64);
         let vector = |extent, stride| retile_layout::Layout::vector(extent, stride).ok();
-        let src = retile_layout::Layout::from_modes([vector(units, row)?, vector(units, 1)?]);
-        let dst = retile_layout::Layout::from_modes([vector(units, 1)?, vector(units, tile)?]);
+        let src = retile_layout::Layout::from_modes([vector(units, units)?, vector(units, 1)?]);
+        let dst = retile_layout::Layout::from_modes([vector(units, 1)?, vector(units, units)?]);
         let request =
             retile_copy::TransposeRequest::new(1, 8 * width as i64, bits as i64, src, dst);
         match request.plan().ok()? {
@@ -417,15 +422,28 @@ mod simd {
 mod tests {
     use super::*;
 
-    /// Copies `columns` tile columns of `rows` rows with the planned
-    /// transpose into a buffer at byte offset `skew`, and checks every run.
-    fn check_columns(width: usize, rows: usize, columns: usize, skew: usize) {
+    /// Register widths this CPU can run: SSE always, AVX-512 where present.
+    fn register_widths(width: usize) -> Vec<usize> {
+        let mut bits = vec![128];
+        bits.extend(register_bits(width).filter(|&b| b > 128));
+        bits
+    }
+
+    /// Copies `columns` tile columns of `rows` rows with the transpose
+    /// planned for `bits`-bit registers into a buffer at byte offset
+    /// `skew`, and checks every run.
+    fn check_columns(bits: usize, width: usize, rows: usize, columns: usize, skew: usize) {
         let (row_bytes, tile_bytes) = (columns * width + 3 * width, 4096 + 64);
         let src: Vec<u8> = (0..rows * row_bytes)
             .map(|i| (i * 131 % 251) as u8)
             .collect();
         let mut dst = crate::buffer::EpochBuffer::new(skew + columns * tile_bytes, &[0]).unwrap();
-        let plan = RegisterTranspose::plan(width, row_bytes, tile_bytes);
+        let plan = RegisterTranspose::plan_in(bits, width);
+        #[cfg(target_arch = "x86_64")]
+        assert!(
+            plan.is_some(),
+            "{bits}-bit transposes of {width}-byte runs are planned"
+        );
         // SAFETY: every run lies inside `src` and `dst`, which do not overlap.
         unsafe {
             copy_columns(
@@ -444,7 +462,10 @@ mod tests {
             for g in 0..rows {
                 let from = &src[g * row_bytes + c * width..][..width];
                 let to = &dst[skew + c * tile_bytes + g * width..][..width];
-                assert_eq!(from, to, "width {width}, row {g}, column {c}, skew {skew}");
+                assert_eq!(
+                    from, to,
+                    "{bits} bits, width {width}, row {g}, column {c}, skew {skew}"
+                );
             }
         }
     }
@@ -452,9 +473,11 @@ mod tests {
     #[test]
     fn planned_transposes_move_every_run_of_every_width() {
         for width in [1, 2, 4, 8] {
-            for (rows, columns) in [(0, 5), (7, 0), (64, 32), (64, 64), (70, 45), (128, 100)] {
-                for skew in [0, 2 * width] {
-                    check_columns(width, rows, columns, skew);
+            for bits in register_widths(width) {
+                for (rows, columns) in [(0, 5), (7, 0), (64, 32), (64, 64), (70, 45), (128, 100)] {
+                    for skew in [0, 2 * width] {
+                        check_columns(bits, width, rows, columns, skew);
+                    }
                 }
             }
         }
@@ -463,7 +486,7 @@ mod tests {
     #[test]
     fn the_planner_picks_square_blocks_of_the_widest_register() {
         for width in [1, 2, 4, 8] {
-            let plan = RegisterTranspose::plan(width, 4096, 1 << 17);
+            let plan = RegisterTranspose::plan(width);
             #[cfg(target_arch = "x86_64")]
             {
                 let plan = plan.expect("x86-64 transposes 1- to 8-byte runs in registers");
@@ -473,7 +496,7 @@ mod tests {
             #[cfg(not(target_arch = "x86_64"))]
             assert_eq!(plan, None);
         }
-        assert_eq!(RegisterTranspose::plan(3, 4096, 1 << 17), None);
-        assert_eq!(RegisterTranspose::plan(16, 4096, 1 << 17), None);
+        assert_eq!(RegisterTranspose::plan(3), None);
+        assert_eq!(RegisterTranspose::plan(16), None);
     }
 }

@@ -65,7 +65,7 @@ impl Geometry {
             rows: row_dims.iter().map(|d| d.0).product(),
             seg_bytes,
             tile_bytes,
-            transpose: RegisterTranspose::plan(seg_bytes, row_elems * esize, tile_bytes),
+            transpose: RegisterTranspose::plan(seg_bytes),
             row_dims,
             counts: plan.tile_counts()[1..]
                 .iter()
