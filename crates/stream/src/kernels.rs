@@ -134,8 +134,9 @@ impl RegisterTranspose {
 }
 
 /// Bits of the widest register that transposes `width`-byte elements here:
-/// 512 with AVX-512 (one-byte elements stay at 128: a 64 x 64 block would
-/// not fit the register file), 128 (SSE2, every x86-64) otherwise.
+/// 512 with AVX-512, 128 (SSE2, every x86-64) otherwise. One-byte elements
+/// stay at 128: a 64 x 64 block does not fit the register file, and measured
+/// slower (1 GB of u8 into 64x256x1 tiles: 0.20 s against 0.16 s in SSE).
 fn register_bits(width: usize) -> Option<usize> {
     #[cfg(target_arch = "x86_64")]
     if matches!(width, 1 | 2 | 4 | 8) {
