@@ -366,12 +366,17 @@ fn transpose_kernel(
         .last()
         .copied()
         .filter(|&d| d != b && shape[a] < MAX_TILE_ROWS);
-    let (na, rows_of_a2) = match a2 {
+    let (na, in_row) = match a2 {
         Some(d) => (
             shape[a] * shape[d],
-            format!(" + ((ga) / {}) * {}", shape[a], in_strides[d]),
+            format!(
+                "((ga) % {n}) * {} + ((ga) / {n}) * {}",
+                in_strides[a],
+                in_strides[d],
+                n = shape[a]
+            ),
         ),
-        None => (shape[a], String::new()),
+        None => (shape[a], format!("(ga) * {}", in_strides[a])),
     };
     // P elements per unit: units of at most 8 bytes, whole units in both extents
     let p = [8usize, 4, 2, 1]
@@ -399,7 +404,7 @@ fn transpose_kernel(
 #define UB {ub}
 #define LOADS ((UA * P * UB + 255) / 256)
 // the input offset of tile row `ga`
-#define IN_ROW(ga) (((ga) % {na_a}) * {sa}{rows_of_a2})
+#define IN_ROW(ga) ({in_row})
 // tile `bid`'s position along b and a, and its index over the batch dimensions
 #define TILE_COORDS(bid) \
   const idx_t tb = (bid) % {tiles_b}, rest = (bid) / {tiles_b}; \
@@ -455,8 +460,6 @@ extern "C" __global__ void __launch_bounds__(256) retile_transpose(const elem_t*
 }}
 "#,
         unit = c_type(p * e),
-        sa = in_strides[a],
-        na_a = shape[a],
         tb_stride = os[b],
         decomp_in = decompose(
             "bi",
