@@ -95,20 +95,22 @@ pub(crate) fn filled(bytes: usize, fill: &[u8]) -> Vec<u8> {
 /// Writes the repeated element `fill` over `out` (whose length it divides),
 /// a megabyte per task.
 fn fill_uninit(out: &mut [MaybeUninit<u8>], fill: &[u8]) {
-    let chunk = (1 << 20) / fill.len().max(1) * fill.len().max(1);
-    out.par_chunks_mut(chunk.max(1)).for_each(|part| {
-        if fill.iter().all(|&b| b == fill[0]) {
-            part.iter_mut().for_each(|b| {
-                b.write(fill[0]);
-            });
-        } else {
-            part.iter_mut()
-                .zip(fill.iter().cycle())
-                .for_each(|(b, &v)| {
-                    b.write(v);
+    let element = fill.len().max(1);
+    let uniform = fill.iter().all(|&b| b == fill[0]);
+    out.par_chunks_mut((1 << 20) / element * element)
+        .for_each(|part| {
+            if uniform {
+                part.iter_mut().for_each(|b| {
+                    b.write(fill[0]);
                 });
-        }
-    });
+            } else {
+                part.iter_mut()
+                    .zip(fill.iter().cycle())
+                    .for_each(|(b, &v)| {
+                        b.write(v);
+                    });
+            }
+        });
 }
 
 /// Asks the kernel to back the (untouched) `bytes` at `ptr` with huge
