@@ -141,7 +141,8 @@ impl ScatterKernel {
         let tile_elems: u64 = tile.iter().product();
         let tiles_per_epoch = plan.m();
         let units_per_tile = tile_elems / p as u64;
-        let units_per_epoch = units_per_tile * tiles_per_epoch;
+        let units_per_slot = plan.slot_bytes() / unit as u64;
+        let units_per_epoch = units_per_slot * tiles_per_epoch;
         let plane: u64 = shape[1..].iter().product();
         let epoch_input_bytes = tile[0] * plane * e as u64;
         let mut pattern = [0u8; 16];
@@ -163,7 +164,7 @@ impl ScatterKernel {
             } else {
                 "unsigned int"
             },
-            units_per_tile,
+            (units_per_tile, units_per_slot),
         );
         ScatterKernel {
             source,
@@ -176,7 +177,10 @@ impl ScatterKernel {
         }
     }
 
-    fn source(plan: &StreamPlan, unit: usize, e: usize, idx: &str, units_per_tile: u64) -> String {
+    /// The kernel's C source; `units` are those of a tile and of a slot
+    /// (the units past the tile in its slot get the fill value).
+    fn source(plan: &StreamPlan, unit: usize, e: usize, idx: &str, units: (u64, u64)) -> String {
+        let (units_per_tile, units_per_slot) = units;
         let spec = plan.spec();
         let (shape, tile) = (spec.shape(), spec.tile());
         let r = tile.len();
@@ -190,7 +194,7 @@ impl ScatterKernel {
         body += &split("tile", &counts, "t");
         // global coordinates of dims 1.. and the input offset
         body += &format!(
-            "    idx_t plane = (u / {units_per_tile}u / {m}u) * {t0}u + i0;\n",
+            "    idx_t plane = (u / {units_per_slot}u / {m}u) * {t0}u + i0;\n",
             m = plan.m().max(1),
             t0 = tile[0]
         );
@@ -222,7 +226,8 @@ extern "C" __global__ void __launch_bounds__(256) retile_scatter(const elem_t* _
     unsigned long long fill_lo, unsigned long long fill_hi, idx_t planes, idx_t units) {{
   pack_t fill; fill.q[0] = fill_lo; fill.q[1] = fill_hi;
   for (idx_t u = (idx_t)blockIdx.x * blockDim.x + threadIdx.x; u < units; u += (idx_t)gridDim.x * blockDim.x) {{
-    idx_t intra = u % {units_per_tile}u; idx_t tile = (u / {units_per_tile}u) % {m}u;
+    idx_t intra = u % {units_per_slot}u; idx_t tile = (u / {units_per_slot}u) % {m}u;
+    if (intra >= {units_per_tile}u) {{ out[u] = fill.v; continue; }}
     {body}    if (ok && run + P <= edge) {{
       out[u] = *(const vec_t*)(in + src);
     }} else {{

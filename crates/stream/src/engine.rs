@@ -275,8 +275,8 @@ impl TileStream {
             let tile_bytes = self.geometry.tile_bytes;
             let keep = tile_bytes / n0 as usize * planes as usize;
             let tail = filled(tile_bytes - keep, &self.fill);
-            for tile in buffer.chunks_exact_mut(tile_bytes) {
-                tile[keep..].copy_from_slice(&tail);
+            for slot in buffer.chunks_exact_mut(self.geometry.slot_bytes) {
+                slot[keep..tile_bytes].copy_from_slice(&tail);
             }
         }
         let worker = self.worker.as_ref().ok_or(StreamError::Finished)?;

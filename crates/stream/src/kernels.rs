@@ -251,20 +251,23 @@ mod simd {
         }
     }
 
-    /// The lane indices of `permutex2var` that interleave two registers'
-    /// `half`-th halves in units of `w` bytes, as little-endian bytes.
+    /// The byte indices of `permutex2var_epi8` that interleave two
+    /// registers' `half`-th halves in units of `w` bytes: every unit width
+    /// moves as bytes, so one shuffle (VBMI's) serves them all.
     const fn zip_index(w: usize, half: usize) -> [u8; 64] {
         let n = 64 / w;
         let mut bytes = [0u8; 64];
-        let mut i = 0;
-        while i < n {
-            bytes[i * w] = (i / 2 + half * n / 2 + (i % 2) * n) as u8;
-            i += 1;
+        let mut p = 0;
+        while p < 64 {
+            let i = p / w;
+            let unit = i / 2 + half * n / 2 + (i % 2) * n;
+            bytes[p] = (unit * w + p % w) as u8;
+            p += 1;
         }
         bytes
     }
 
-    /// The `permutex2var` indices of [`Vector::zip`] for `W`-byte units.
+    /// The `permutex2var_epi8` indices of [`Vector::zip`] for `W`-byte units.
     struct Zip<const W: usize>;
     impl<const W: usize> Zip<W> {
         const LO: [u8; 64] = zip_index(W, 0);
@@ -293,24 +296,10 @@ mod simd {
         unsafe fn zip<const W: usize>(a: Self, b: Self) -> (Self, Self) {
             let lo = _mm512_loadu_si512(Zip::<W>::LO.as_ptr() as *const __m512i);
             let hi = _mm512_loadu_si512(Zip::<W>::HI.as_ptr() as *const __m512i);
-            match W {
-                1 => (
-                    _mm512_permutex2var_epi8(a, lo, b),
-                    _mm512_permutex2var_epi8(a, hi, b),
-                ),
-                2 => (
-                    _mm512_permutex2var_epi16(a, lo, b),
-                    _mm512_permutex2var_epi16(a, hi, b),
-                ),
-                4 => (
-                    _mm512_permutex2var_epi32(a, lo, b),
-                    _mm512_permutex2var_epi32(a, hi, b),
-                ),
-                _ => (
-                    _mm512_permutex2var_epi64(a, lo, b),
-                    _mm512_permutex2var_epi64(a, hi, b),
-                ),
-            }
+            (
+                _mm512_permutex2var_epi8(a, lo, b),
+                _mm512_permutex2var_epi8(a, hi, b),
+            )
         }
     }
 

@@ -173,12 +173,22 @@ impl StreamPlan {
         let strides = (0..spec.shape.len())
             .map(|d| lifted_strides_of(spec, &lifted, d))
             .collect();
-        Ok(StreamPlan {
+        let plan = StreamPlan {
             spec: spec.clone(),
             counts,
             lifted,
             strides,
-        })
+        };
+        let buffer = plan.counts[1..]
+            .iter()
+            .try_fold(plan.slot_bytes(), |a, &t| a.checked_mul(t));
+        if buffer.is_none_or(|b| b > i64::MAX as u64 / 4) {
+            return Err(StreamError::Invalid(
+                "one epoch of tiles would not fit in 61 bits of bytes: use fewer or smaller tiles"
+                    .into(),
+            ));
+        }
+        Ok(plan)
     }
 
     /// The stream this plans.
@@ -256,9 +266,40 @@ impl StreamPlan {
         self.spec.tile.iter().product()
     }
 
-    /// Bytes of one epoch's tiles (the ring of `M` slots).
+    /// Bytes of one tile.
+    ///
+    /// ```
+    /// use retile_stream::{DType, StreamPlan, StreamSpec};
+    /// let plan = StreamPlan::new(&StreamSpec::new(DType::U16, vec![0, 8, 6], vec![2, 4, 3]).unwrap()).unwrap();
+    /// assert_eq!(plan.tile_bytes(), 48);
+    /// ```
+    pub fn tile_bytes(&self) -> u64 {
+        self.tile_elements() * self.spec.dtype.size() as u64
+    }
+
+    /// Bytes from the start of one slot of an epoch buffer to the next: the
+    /// tile, plus one cache line when the tile is a multiple of 4 KiB, so
+    /// that the tiles of an epoch do not all start at the same offset of
+    /// their memory pages (the streaming stores into many tiles at once then
+    /// spread over the memory's banks instead of queueing on a few).
+    ///
+    /// ```
+    /// use retile_stream::{DType, StreamPlan, StreamSpec};
+    /// let plan = |tile| StreamPlan::new(&StreamSpec::new(DType::U16, vec![0, 512, 512], tile).unwrap()).unwrap();
+    /// assert_eq!(plan(vec![2, 4, 3]).slot_bytes(), 48);
+    /// assert_eq!(plan(vec![64, 64, 64]).slot_bytes(), 512 * 1024 + 64);
+    /// ```
+    pub fn slot_bytes(&self) -> u64 {
+        let tile = self.tile_bytes();
+        match tile % 4096 {
+            0 => tile + 64,
+            _ => tile,
+        }
+    }
+
+    /// Bytes of one epoch's buffer: the ring of `M` slots.
     pub fn epoch_buffer_bytes(&self) -> u64 {
-        self.m() * self.tile_elements() * self.spec.dtype.size() as u64
+        self.m() * self.slot_bytes()
     }
 
     /// The span of tile `tile` (slowest first): its first and last input

@@ -34,6 +34,8 @@ pub(crate) struct Geometry {
     seg_bytes: usize,
     /// Bytes of one tile.
     pub tile_bytes: usize,
+    /// Bytes from one slot's start to the next's.
+    pub slot_bytes: usize,
     /// Extent (within an epoch) and tile extent of each row dimension, slowest first.
     row_dims: Vec<(usize, usize)>,
     /// Tiles per dimension for dimensions 1.., slowest first.
@@ -65,6 +67,7 @@ impl Geometry {
             rows: row_dims.iter().map(|d| d.0).product(),
             seg_bytes,
             tile_bytes,
+            slot_bytes: plan.slot_bytes() as usize,
             transpose: RegisterTranspose::plan(seg_bytes),
             row_dims,
             counts: plan.tile_counts()[1..]
@@ -103,7 +106,7 @@ impl Geometry {
             intra += (x % n) * intra_step;
             intra_step *= n;
         }
-        (tile_index * self.tile_bytes + intra * self.esize, group)
+        (tile_index * self.slot_bytes + intra * self.esize, group)
     }
 
     /// Copies input bytes `[start, start + src.len())` of the epoch into `buf`.
@@ -157,7 +160,7 @@ impl Geometry {
             let seg_end = (row_start + (column + 1) * self.seg_bytes)
                 .min(row_start + self.row_bytes)
                 .min(stop);
-            let dst = base + column * self.tile_bytes + in_row % self.seg_bytes;
+            let dst = base + column * self.slot_bytes + in_row % self.seg_bytes;
             buf[dst..dst + seg_end - at].copy_from_slice(&src[at - pos..seg_end - pos]);
             at = seg_end;
         }
@@ -171,7 +174,7 @@ impl Geometry {
         let last_width = self.row_bytes % self.seg_bytes;
         let columns = full + usize::from(last_width > 0);
         let dst_end = base
-            + (columns - 1) * self.tile_bytes
+            + (columns - 1) * self.slot_bytes
             + (rows - 1) * self.seg_bytes
             + self.seg_bytes.min(self.row_bytes);
         assert!(
@@ -188,7 +191,7 @@ impl Geometry {
                 let from = src.as_ptr().add(first * self.row_bytes);
                 copy_columns(
                     dst,
-                    self.tile_bytes,
+                    self.slot_bytes,
                     from,
                     self.row_bytes,
                     n,
@@ -198,7 +201,7 @@ impl Geometry {
                 );
                 if last_width > 0 {
                     copy_runs(
-                        dst.add(full * self.tile_bytes),
+                        dst.add(full * self.slot_bytes),
                         self.seg_bytes,
                         from.add(full * self.seg_bytes),
                         self.row_bytes,

@@ -16,7 +16,7 @@ pub struct Epoch<'a> {
     /// Planes of data it holds (the tile extent of the slowest dimension,
     /// or fewer in the last epoch); rows past them hold the fill value.
     pub planes: u64,
-    /// The `M` tiles, back to back.
+    /// The `M` tiles, one every [`StreamPlan::slot_bytes`] bytes.
     pub tiles: &'a [u8],
     /// The plan the tiles follow.
     pub plan: &'a StreamPlan,
@@ -25,13 +25,13 @@ pub struct Epoch<'a> {
 impl Epoch<'_> {
     /// Bytes of one tile.
     pub fn tile_bytes(&self) -> usize {
-        (self.plan.tile_elements() as usize) * self.plan.spec().dtype().size()
+        self.plan.tile_bytes() as usize
     }
 
     /// The bytes of tile `slot`.
     pub fn tile(&self, slot: usize) -> &[u8] {
-        let n = self.tile_bytes();
-        &self.tiles[slot * n..(slot + 1) * n]
+        let start = slot * self.plan.slot_bytes() as usize;
+        &self.tiles[start..start + self.tile_bytes()]
     }
 
     /// Tile coordinates (slowest first, the epoch first) of tile `slot`.

@@ -167,6 +167,8 @@ impl ZarrSink {
 /// How the tiles of a block of epochs make up one dense shard.
 struct ShardLayout {
     esize: usize,
+    tile_bytes: usize,
+    slot_bytes: usize,
     tile: Vec<usize>,
     counts: Vec<usize>,
     shard: Vec<usize>,
@@ -176,6 +178,8 @@ impl ShardLayout {
     fn new(plan: &StreamPlan, shard: &[u64]) -> ShardLayout {
         ShardLayout {
             esize: plan.spec().dtype().size(),
+            tile_bytes: plan.tile_bytes() as usize,
+            slot_bytes: plan.slot_bytes() as usize,
             tile: plan.spec().tile().iter().map(|&v| v as usize).collect(),
             counts: plan.tile_counts().iter().map(|&v| v as usize).collect(),
             shard: shard.iter().map(|&v| v as usize).collect(),
@@ -193,7 +197,6 @@ impl ShardLayout {
             .collect();
         let total: usize = extent.iter().product::<usize>() * self.esize;
         let mut out = crate::buffer::filled(total, fill);
-        let tile_bytes = self.tile.iter().product::<usize>() * self.esize;
         let row = self.tile[rank - 1] * self.esize;
         let per_epoch: usize = self.shard[1..].iter().product();
         for (e, (_, tiles)) in pending.iter().enumerate() {
@@ -218,7 +221,7 @@ impl ShardLayout {
                     weight *= self.counts[d];
                 }
                 tile_coord[0] = e;
-                let tile = &tiles[slot * tile_bytes..(slot + 1) * tile_bytes];
+                let tile = &tiles[slot * self.slot_bytes..][..self.tile_bytes];
                 for (r, chunk) in tile.chunks_exact(row).enumerate() {
                     let mut offset = 0;
                     let mut rest = r;

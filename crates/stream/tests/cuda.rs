@@ -184,9 +184,11 @@ fn device_resident_input_scatters_like_the_cpu() {
             .unwrap();
         scatter_device(&gpu, &plan, &fill, &d_in, &mut d_out).unwrap();
         let tiles = gpu.stream().memcpy_dtov(&d_out).unwrap();
-        let tile_bytes = (plan.tile_elements() as usize) * esize;
+        let tile_bytes = plan.tile_bytes() as usize;
         let counts = plan.tile_counts();
-        for (i, tile) in tiles.chunks(tile_bytes).enumerate() {
+        for (i, slot) in tiles.chunks(plan.slot_bytes() as usize).enumerate() {
+            let (tile, pad) = slot.split_at(tile_bytes);
+            assert!(pad.iter().all(|&b| b == 0x5A), "case {n}: slot {i} pads with the fill");
             let per_epoch = plan.m() as usize;
             let mut key = vec![(i / per_epoch) as u64];
             let mut rest = i % per_epoch;

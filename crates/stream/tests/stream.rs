@@ -241,6 +241,51 @@ proptest! {
     }
 }
 
+/// Shapes whose tiles are whole multiples of 4 KiB, so that their slots in
+/// the epoch buffer are padded apart; ragged, bounded with a short last
+/// epoch or unbounded.
+fn page_case() -> impl Strategy<Value = (Vec<u64>, Vec<u64>, usize, bool, Vec<usize>)> {
+    (
+        (1u64..=5, 1u64..=80, 1u64..=200),
+        (1u64..=3, prop::sample::select(vec![8u64, 16, 32, 64])),
+        prop::sample::select(vec![1usize, 2, 4, 8]),
+        any::<bool>(),
+        prop::collection::vec(any::<usize>(), 0..4),
+    )
+        .prop_map(|((p, r, c), (tp, tr), esize, unbounded, cuts)| {
+            let tc = 4096 / (esize as u64 * tr);
+            (vec![p, r, c], vec![tp, tr, tc], esize, unbounded, cuts)
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn page_sized_tiles_match_the_naive_reference((shape, tile, esize, unbounded, cuts) in page_case()) {
+        let bytes = shape.iter().product::<u64>() as usize * esize;
+        let data: Vec<u8> = (0..bytes).map(|i| (i as u64).wrapping_mul(0x9E3779B97F4A7C15).to_le_bytes()[7]).collect();
+        let mut cuts: Vec<usize> = cuts.iter().map(|c| c % (bytes + 1)).collect();
+        cuts.sort_unstable();
+        let fill = vec![0x5A; esize];
+        let mut stream_shape = shape.clone();
+        if unbounded {
+            stream_shape[0] = 0;
+        }
+        let spec = StreamSpec::new(dtype_of(esize), stream_shape, tile.clone()).unwrap();
+        let plan = StreamPlan::new(&spec).unwrap();
+        prop_assert_eq!(plan.slot_bytes(), plan.tile_bytes() + 64);
+        let (sink, result) = run(spec, &data, &cuts, &fill, 2);
+        prop_assert_eq!(result.unwrap().bytes as usize, bytes);
+        let expected = reference_tiles(&shape, &tile, esize, shape[0], &data, &fill);
+        prop_assert_eq!(sink.tile_count(), expected.len());
+        for (key, tile_bytes) in &expected {
+            let got = sink.tile(key);
+            prop_assert_eq!(got.as_ref(), Some(tile_bytes), "tile {:?}", key);
+        }
+    }
+}
+
 /// Every element of a coordinate-encoded stream lands where its value says.
 #[test]
 fn a_coordinate_encoded_fixture_proves_every_placement() {

@@ -88,6 +88,21 @@ fn sharded_stream_reads_back_identically() {
 }
 
 #[test]
+fn page_sized_tiles_in_padded_slots_read_back_identically() {
+    for (name, shard) in [("d.zarr", None), ("e.zarr", Some(vec![1, 2, 2]))] {
+        let dir = tempfile::tempdir().unwrap();
+        let options = ZarrOptions {
+            path: dir.path().join(name),
+            shard,
+            ..Default::default()
+        };
+        let (shape, read, data) = round_trip(vec![0, 40, 70], 3, vec![2, 32, 32], options);
+        assert_eq!(shape, vec![3, 40, 70]);
+        assert_eq!(read, data);
+    }
+}
+
+#[test]
 fn an_unwritable_store_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("not-a-directory");
