@@ -270,7 +270,7 @@ pub fn permute_kernel(p: &Permute, sms: u32) -> Kernel {
     if n <= 1 || perm[n - 1] == n - 1 {
         rows_kernel(&shape, &perm, e, &in_strides, total, sms)
     } else {
-        transpose_kernel(&shape, &perm, e, &in_strides, &os, header(total, e), sms)
+        transpose_kernel(&shape, &perm, e, &in_strides, &os, header(total, e))
     }
 }
 
@@ -355,7 +355,6 @@ fn transpose_kernel(
     in_strides: &[i64],
     os: &[i64],
     header: String,
-    sms: u32,
 ) -> Kernel {
     let n = shape.len();
     let (b, a) = (n - 1, perm[n - 1]);
@@ -412,14 +411,13 @@ fn transpose_kernel(
 union pack_t {{ unit_t u; elem_t e[P]; }};
 extern "C" __global__ void __launch_bounds__(256) retile_transpose(const elem_t* __restrict__ in, elem_t* __restrict__ out) {{
   __shared__ unit_t tile[UA * P][UB];
-  // each thread's units of a tile, loaded into registers one tile ahead so
-  // that the next tile's loads are in flight during this tile's stores
-  unit_t v[LOADS];
   const int c_load = threadIdx.x % UB, u_store = threadIdx.x % UA;
-  auto load = [&](idx_t bid) {{
+  for (idx_t bid = blockIdx.x; bid < {tiles}ull; bid += gridDim.x) {{
     TILE_COORDS(bid)
-    idx_t in_base = 0;
-    {decomp_in}    const idx_t a0 = ta * (UA * P), gb = tb * (UB * P) + (idx_t)c_load * P;
+    idx_t in_base = 0, out_base = 0;
+    {decomp_in}    {decomp_out}    const idx_t a0 = ta * (UA * P), b0 = tb * (UB * P), gb = b0 + (idx_t)c_load * P;
+    // every load of the tile in flight at once, then into shared memory
+    unit_t v[LOADS];
     #pragma unroll
     for (int i = 0; i < LOADS; ++i) {{
       const int a = threadIdx.x / UB + i * (256 / UB);
@@ -427,19 +425,12 @@ extern "C" __global__ void __launch_bounds__(256) retile_transpose(const elem_t*
       v[i] = 0;
       if (a < UA * P && ga < {na}ull && gb < {nb}ull) v[i] = __ldg((const unit_t*)(in + in_base + IN_ROW(ga) + gb));
     }}
-  }};
-  if (blockIdx.x < {tiles}ull) load(blockIdx.x);
-  for (idx_t bid = blockIdx.x; bid < {tiles}ull; bid += gridDim.x) {{
-    TILE_COORDS(bid)
-    idx_t out_base = 0;
-    {decomp_out}    const idx_t a0 = ta * (UA * P), b0 = tb * (UB * P);
     #pragma unroll
     for (int i = 0; i < LOADS; ++i) {{
       const int a = threadIdx.x / UB + i * (256 / UB);
       if (a < UA * P) tile[a][c_load ^ ((a / P) % UB)] = v[i];
     }}
     __syncthreads();
-    if (bid + gridDim.x < {tiles}ull) load(bid + gridDim.x);
     #pragma unroll
     for (int c = threadIdx.x / UA; c < UB; c += 256 / UA) {{
       const int u = u_store;
@@ -474,7 +465,10 @@ extern "C" __global__ void __launch_bounds__(256) retile_transpose(const elem_t*
             "out_base"
         ),
     );
-    let blocks = (tiles as u64).clamp(1, sms as u64 * 32) as u32;
+    // one block per tile: more blocks than the GPU holds at once balance
+    // best (the last wave is short); the grid-stride loop covers grids
+    // beyond CUDA's limit
+    let blocks = (tiles as u64).clamp(1, i32::MAX as u64) as u32;
     Kernel {
         name: "retile_transpose",
         source,
@@ -483,8 +477,72 @@ extern "C" __global__ void __launch_bounds__(256) retile_transpose(const elem_t*
     }
 }
 
+/// A permute compiled for one GPU, launched as often as needed: the kernel
+/// is generated, compiled and looked up once, so a launch costs only the
+/// launch.
+///
+/// ```no_run
+/// use retile_copy::{gpu::{CompiledPermute, Gpu}, Permute};
+/// let gpu = Gpu::open()?;
+/// let p = Permute::new(&[1024, 512], &[1, 0], 4)?;
+/// let kernel = CompiledPermute::new(&gpu, &p)?;
+/// let input = gpu.stream().memcpy_stod(&vec![0u8; 1024 * 512 * 4]).unwrap();
+/// let mut output = gpu.stream().alloc_zeros::<u8>(1024 * 512 * 4).unwrap();
+/// for _ in 0..3 {
+///     kernel.launch(&gpu, &input, &mut output)?;
+/// }
+/// # Ok::<(), retile_copy::CopyError>(())
+/// ```
+pub struct CompiledPermute {
+    function: CudaFunction,
+    config: LaunchConfig,
+    bytes: usize,
+}
+
+impl CompiledPermute {
+    /// Generates and compiles the kernel of permute `p` for `gpu`.
+    pub fn new(gpu: &Gpu, p: &Permute) -> Result<CompiledPermute> {
+        let kernel = permute_kernel(p, gpu.multiprocessors()?);
+        Ok(CompiledPermute {
+            function: gpu.kernel(kernel.name, &kernel.source)?,
+            config: LaunchConfig {
+                grid_dim: (kernel.blocks, 1, 1),
+                block_dim: (kernel.threads, 1, 1),
+                shared_mem_bytes: 0,
+            },
+            bytes: p.elements() as usize * p.element_bytes,
+        })
+    }
+
+    /// Runs the permute from `input` to `output` (each at least the
+    /// permute's bytes), asynchronously on `gpu`'s stream.
+    pub fn launch(
+        &self,
+        gpu: &Gpu,
+        input: &CudaSlice<u8>,
+        output: &mut CudaSlice<u8>,
+    ) -> Result<()> {
+        if input.len() < self.bytes || output.len() < self.bytes {
+            return Err(CopyError::Invalid(format!(
+                "the permute moves {} bytes; input has {}, output {}",
+                self.bytes,
+                input.len(),
+                output.len()
+            )));
+        }
+        let mut launch = gpu.stream().launch_builder(&self.function);
+        launch.arg(input).arg(output);
+        // SAFETY: the kernel reads `bytes` bytes of `input` and writes `bytes`
+        // bytes of `output`, both checked above; its arguments match its signature.
+        unsafe { launch.launch(self.config) }
+            .map_err(cuda_error("launching the permute kernel"))?;
+        Ok(())
+    }
+}
+
 /// Runs permute `p` from `input` to `output` (both `p.elements()` elements
-/// of `p.element_bytes` bytes, on `gpu`), asynchronously on its stream.
+/// of `p.element_bytes` bytes, on `gpu`), asynchronously on its stream; for
+/// repeated permutes, [`CompiledPermute`] skips the kernel lookup.
 ///
 /// ```no_run
 /// use retile_copy::{gpu::{permute, Gpu}, Permute};
@@ -501,27 +559,7 @@ pub fn permute(
     input: &CudaSlice<u8>,
     output: &mut CudaSlice<u8>,
 ) -> Result<()> {
-    let bytes = p.elements() as usize * p.element_bytes;
-    if input.len() < bytes || output.len() < bytes {
-        return Err(CopyError::Invalid(format!(
-            "the permute moves {bytes} bytes; input has {}, output {}",
-            input.len(),
-            output.len()
-        )));
-    }
-    let kernel = permute_kernel(p, gpu.multiprocessors()?);
-    let f = gpu.kernel(kernel.name, &kernel.source)?;
-    let cfg = LaunchConfig {
-        grid_dim: (kernel.blocks, 1, 1),
-        block_dim: (kernel.threads, 1, 1),
-        shared_mem_bytes: 0,
-    };
-    let mut launch = gpu.stream().launch_builder(&f);
-    launch.arg(input).arg(output);
-    // SAFETY: the kernel reads `bytes` bytes of `input` and writes `bytes`
-    // bytes of `output`, both checked above; its arguments match its signature.
-    unsafe { launch.launch(cfg) }.map_err(cuda_error("launching the permute kernel"))?;
-    Ok(())
+    CompiledPermute::new(gpu, p)?.launch(gpu, input, output)
 }
 
 /// Median seconds of `work` over `reps` runs after two warm-up runs, timed
@@ -573,7 +611,8 @@ pub fn bench_permute(gpu: &Gpu, p: &Permute, reps: usize) -> Result<(f64, f64)> 
     let mut output = stream
         .alloc_zeros::<u8>(bytes)
         .map_err(cuda_error("allocating the permute's output"))?;
-    let t_permute = time_median(gpu, reps, || permute(gpu, p, &input, &mut output))?;
+    let kernel = CompiledPermute::new(gpu, p)?;
+    let t_permute = time_median(gpu, reps, || kernel.launch(gpu, &input, &mut output))?;
     let t_copy = time_median(gpu, reps, || {
         stream
             .memcpy_dtod(&input, &mut output)
