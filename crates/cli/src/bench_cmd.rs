@@ -74,7 +74,10 @@ fn scatter(gpu: &Gpu, planes: u64, reps: usize) -> Result<(), String> {
     let bytes = (planes * 2048 * 2048 * 2) as usize;
     let stream = gpu.stream();
     let input = stream.alloc_zeros::<u8>(bytes).map_err(|e| e.to_string())?;
-    let mut output = stream.alloc_zeros::<u8>(bytes).map_err(|e| e.to_string())?;
+    let tiles = planes.div_ceil(64) * plan.epoch_buffer_bytes();
+    let mut output = stream
+        .alloc_zeros::<u8>(tiles as usize)
+        .map_err(|e| e.to_string())?;
     let t = time_median(gpu, reps, || {
         scatter_device(gpu, &plan, &[0, 0], &input, &mut output)
             .map_err(|e| retile_copy::CopyError::Invalid(e.to_string()))

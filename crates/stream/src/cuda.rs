@@ -142,7 +142,7 @@ impl ScatterKernel {
         let tiles_per_epoch = plan.m();
         let units_per_tile = tile_elems / p as u64;
         let units_per_slot = plan.slot_bytes() / unit as u64;
-        let units_per_epoch = units_per_slot * tiles_per_epoch;
+        let units_per_epoch = units_per_tile * tiles_per_epoch;
         let plane: u64 = shape[1..].iter().product();
         let epoch_input_bytes = tile[0] * plane * e as u64;
         let mut pattern = [0u8; 16];
@@ -153,7 +153,7 @@ impl ScatterKernel {
             u64::from_le_bytes(pattern[..8].try_into().unwrap_or([0; 8])),
             u64::from_le_bytes(pattern[8..].try_into().unwrap_or([0; 8])),
         ];
-        let limit = (units_per_epoch * p as u64).max(tile[0] * plane);
+        let limit = (plan.epoch_buffer_bytes() / e as u64).max(tile[0] * plane);
         let wide = limit >= (1 << 31);
         let source = Self::source(
             plan,
@@ -177,8 +177,11 @@ impl ScatterKernel {
         }
     }
 
-    /// The kernel's C source; `units` are those of a tile and of a slot
-    /// (the units past the tile in its slot get the fill value).
+    /// The kernel's C source; `units` are those of a tile and of a slot.
+    /// Thread `u` moves unit `u` of the epoch's tiles back to back (so that
+    /// its divisions are by the tile's units, often a power of two) to its
+    /// place in the slots; the first threads of a tile also fill the units
+    /// past it in its slot.
     fn source(plan: &StreamPlan, unit: usize, e: usize, idx: &str, units: (u64, u64)) -> String {
         let (units_per_tile, units_per_slot) = units;
         let spec = plan.spec();
@@ -194,7 +197,7 @@ impl ScatterKernel {
         body += &split("tile", &counts, "t");
         // global coordinates of dims 1.. and the input offset
         body += &format!(
-            "    idx_t plane = (u / {units_per_slot}u / {m}u) * {t0}u + i0;\n",
+            "    idx_t plane = (u / {units_per_tile}u / {m}u) * {t0}u + i0;\n",
             m = plan.m().max(1),
             t0 = tile[0]
         );
@@ -226,15 +229,15 @@ extern "C" __global__ void __launch_bounds__(256) retile_scatter(const elem_t* _
     unsigned long long fill_lo, unsigned long long fill_hi, idx_t planes, idx_t units) {{
   pack_t fill; fill.q[0] = fill_lo; fill.q[1] = fill_hi;
   for (idx_t u = (idx_t)blockIdx.x * blockDim.x + threadIdx.x; u < units; u += (idx_t)gridDim.x * blockDim.x) {{
-    idx_t intra = u % {units_per_slot}u; idx_t tile = (u / {units_per_slot}u) % {m}u;
-    if (intra >= {units_per_tile}u) {{ out[u] = fill.v; continue; }}
-    {body}    if (ok && run + P <= edge) {{
-      out[u] = *(const vec_t*)(in + src);
+    idx_t intra = u % {units_per_tile}u; idx_t tile = (u / {units_per_tile}u) % {m}u;
+    const idx_t at = tile * {units_per_slot}u + intra;
+{pad}    {body}    if (ok && run + P <= edge) {{
+      out[at] = *(const vec_t*)(in + src);
     }} else {{
       pack_t o;
       #pragma unroll
       for (int k = 0; k < P; ++k) o.e[k] = (ok && run + k < edge) ? in[src + k] : fill.e[0];
-      out[u] = o.v;
+      out[at] = o.v;
     }}
   }}
 }}
@@ -242,6 +245,10 @@ extern "C" __global__ void __launch_bounds__(256) retile_scatter(const elem_t* _
             elem = c_type(e),
             vec = c_type(unit),
             m = plan.m().max(1),
+            pad = match units_per_slot - units_per_tile {
+                0 => String::new(),
+                pad => format!("    if (intra < {pad}u) out[at + {units_per_tile}u] = fill.v;\n"),
+            },
         )
     }
 

@@ -43,6 +43,12 @@ fn cases() -> Vec<(StreamSpec, u64, usize)> {
             5,
             1,
         ),
+        // ragged tiles of 3 pages in padded slots, moved in 2-byte units
+        (
+            StreamSpec::new(DType::U8, vec![0, 50, 70], vec![3, 64, 64]).unwrap(),
+            7,
+            1,
+        ),
     ];
     while out.len() < 40 {
         let rank = 1 + rng.next(6) as usize;
@@ -188,7 +194,10 @@ fn device_resident_input_scatters_like_the_cpu() {
         let counts = plan.tile_counts();
         for (i, slot) in tiles.chunks(plan.slot_bytes() as usize).enumerate() {
             let (tile, pad) = slot.split_at(tile_bytes);
-            assert!(pad.iter().all(|&b| b == 0x5A), "case {n}: slot {i} pads with the fill");
+            assert!(
+                pad.iter().all(|&b| b == 0x5A),
+                "case {n}: slot {i} pads with the fill"
+            );
             let per_epoch = plan.m() as usize;
             let mut key = vec![(i / per_epoch) as u64];
             let mut rest = i % per_epoch;
