@@ -149,6 +149,9 @@ pub fn parse(text: &str) -> Result<Expr, CalcError> {
     }
 }
 
+/// Keyword arguments of a call, in order: `name=value`.
+type Keywords = Vec<(String, Expr)>;
+
 struct Parser {
     tokens: Vec<(Token, usize)>,
     pos: usize,
@@ -311,7 +314,7 @@ impl Parser {
     }
 
     /// Call arguments up to `close`: positional first, then `name=value`.
-    fn args(&mut self, close: &str) -> Result<(Vec<Expr>, Vec<(String, Expr)>), CalcError> {
+    fn args(&mut self, close: &str) -> Result<(Vec<Expr>, Keywords), CalcError> {
         let mut args = Vec::new();
         let mut kwargs = Vec::new();
         if self.eat(close) {

@@ -299,7 +299,7 @@ fn rows_kernel(
     let row = shape.last().copied().unwrap_or(1);
     let unit = [16usize, 8, 4, 2, 1]
         .into_iter()
-        .find(|&u| u >= e && (row as usize * e) % u == 0)
+        .find(|&u| u >= e && (row as usize * e).is_multiple_of(u))
         .unwrap_or(e);
     let units_per_row = row as usize * e / unit;
     let units = total as usize * e / unit;

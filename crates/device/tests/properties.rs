@@ -115,7 +115,9 @@ proptest! {
 #[test]
 fn explicit_layouts_say_what_is_wrong() {
     let f16 = DeviceDType::Float16;
-    let cases: [(&[u64], &[u64], &[i64], &str); 5] = [
+    // (host shape, device shape, dimension map, expected message)
+    type Case<'a> = (&'a [u64], &'a [u64], &'a [i64], &'a str);
+    let cases: [Case; 5] = [
         (&[512, 256], &[4, 512, 64], &[1, 0], "dim_map has 2"),
         (
             &[512, 256],

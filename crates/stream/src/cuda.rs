@@ -129,9 +129,9 @@ impl ScatterKernel {
         let last = r - 1;
         let fits = |u: usize| {
             u >= e
-                && u % e == 0
-                && (tile[last] as usize * e) % u == 0
-                && (r == 1 || (shape[last] as usize * e) % u == 0)
+                && u.is_multiple_of(e)
+                && (tile[last] as usize * e).is_multiple_of(u)
+                && (r == 1 || (shape[last] as usize * e).is_multiple_of(u))
         };
         let unit = [16usize, 8, 4, 2, 1]
             .into_iter()

@@ -73,7 +73,7 @@ fn cases() -> Vec<(StreamSpec, u64, usize)> {
 fn data_for(spec: &StreamSpec, planes: u64, esize: usize, seed: u64) -> Vec<u8> {
     let plane: u64 = spec.shape()[1..].iter().product();
     (0..(planes * plane) as usize * esize)
-        .map(|i| (i as u64 * 2654435761 ^ seed) as u8)
+        .map(|i| ((i as u64 * 2654435761) ^ seed) as u8)
         .collect()
 }
 
