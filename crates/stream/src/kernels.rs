@@ -142,8 +142,7 @@ fn register_bits(width: usize) -> Option<usize> {
     if matches!(width, 1 | 2 | 4 | 8) {
         let wide = width >= 2
             && std::is_x86_feature_detected!("avx512f")
-            && std::is_x86_feature_detected!("avx512bw")
-            && std::is_x86_feature_detected!("avx512vbmi");
+            && std::is_x86_feature_detected!("avx512bw");
         return Some(if wide { 512 } else { 128 });
     }
     let _ = width;
@@ -251,56 +250,61 @@ mod simd {
         }
     }
 
-    /// The byte indices of `permutex2var_epi8` that interleave two
-    /// registers' `half`-th halves in units of `w` bytes: every unit width
-    /// moves as bytes, so one shuffle (VBMI's) serves them all.
-    const fn zip_index(w: usize, half: usize) -> [u8; 64] {
-        let n = 64 / w;
-        let mut bytes = [0u8; 64];
-        let mut p = 0;
-        while p < 64 {
-            let i = p / w;
-            let unit = i / 2 + half * n / 2 + (i % 2) * n;
-            bytes[p] = (unit * w + p % w) as u8;
-            p += 1;
-        }
-        bytes
-    }
+    /// A 512-bit register as four 128-bit lanes: its zip interleaves within
+    /// each lane, so one transpose of `K` lanes-wide registers transposes
+    /// four `K x K` blocks side by side. Used only inside functions that
+    /// enable AVX-512 (F, BW).
+    #[derive(Clone, Copy)]
+    struct Lanes(__m512i);
 
-    /// The `permutex2var_epi8` indices of [`Vector::zip`] for `W`-byte units.
-    struct Zip<const W: usize>;
-    impl<const W: usize> Zip<W> {
-        const LO: [u8; 64] = zip_index(W, 0);
-        const HI: [u8; 64] = zip_index(W, 1);
-    }
-
-    /// Used only inside functions that enable AVX-512 (BW, VBMI).
-    impl Vector for __m512i {
+    impl Vector for Lanes {
         #[inline(always)]
         unsafe fn zero() -> Self {
-            _mm512_setzero_si512()
+            Lanes(_mm512_setzero_si512())
         }
         #[inline(always)]
         unsafe fn load(p: *const u8) -> Self {
-            _mm512_loadu_si512(p as *const __m512i)
+            Lanes(_mm512_loadu_si512(p as *const __m512i))
         }
         #[inline(always)]
         unsafe fn store(self, p: *mut u8) {
-            _mm512_storeu_si512(p as *mut __m512i, self)
+            _mm512_storeu_si512(p as *mut __m512i, self.0)
         }
         #[inline(always)]
         unsafe fn stream(self, p: *mut u8) {
-            _mm512_stream_si512(p as *mut __m512i, self)
+            _mm512_stream_si512(p as *mut __m512i, self.0)
         }
         #[inline(always)]
         unsafe fn zip<const W: usize>(a: Self, b: Self) -> (Self, Self) {
-            let lo = _mm512_loadu_si512(Zip::<W>::LO.as_ptr() as *const __m512i);
-            let hi = _mm512_loadu_si512(Zip::<W>::HI.as_ptr() as *const __m512i);
-            (
-                _mm512_permutex2var_epi8(a, lo, b),
-                _mm512_permutex2var_epi8(a, hi, b),
-            )
+            let (a, b) = (a.0, b.0);
+            let (lo, hi) = match W {
+                1 => (_mm512_unpacklo_epi8(a, b), _mm512_unpackhi_epi8(a, b)),
+                2 => (_mm512_unpacklo_epi16(a, b), _mm512_unpackhi_epi16(a, b)),
+                4 => (_mm512_unpacklo_epi32(a, b), _mm512_unpackhi_epi32(a, b)),
+                _ => (_mm512_unpacklo_epi64(a, b), _mm512_unpackhi_epi64(a, b)),
+            };
+            (Lanes(lo), Lanes(hi))
         }
+    }
+
+    /// Four rows' 128-bit lane `l` side by side, for `l` = 0..4: a 4 x 4
+    /// transpose of lanes. The rows' halves are loaded into the halves of
+    /// two registers (the load does the first step), then shuffled.
+    #[inline(always)]
+    unsafe fn lanes_of(rows: [*const u8; 4]) -> [Lanes; 4] {
+        let half = |p: *const u8| _mm256_loadu_si256(p as *const __m256i);
+        let pair = |a: *const u8, b: *const u8| {
+            _mm512_inserti64x4::<1>(_mm512_castsi256_si512(half(a)), half(b))
+        };
+        let [r0, r1, r2, r3] = rows;
+        let (low01, low23) = (pair(r0, r1), pair(r2, r3));
+        let (high01, high23) = (pair(r0.add(32), r1.add(32)), pair(r2.add(32), r3.add(32)));
+        [
+            Lanes(_mm512_shuffle_i64x2::<0x88>(low01, low23)),
+            Lanes(_mm512_shuffle_i64x2::<0xDD>(low01, low23)),
+            Lanes(_mm512_shuffle_i64x2::<0x88>(high01, high23)),
+            Lanes(_mm512_shuffle_i64x2::<0xDD>(high01, high23)),
+        ]
     }
 
     /// Transposes `K` registers of `K` units of `W` bytes: log2(K) rounds
@@ -362,9 +366,15 @@ mod simd {
         }
     }
 
-    /// [`blocks`] in 512-bit registers.
-    #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
-    unsafe fn wide_blocks<const K: usize, const W: usize>(
+    /// Transposes `K x K` blocks of `W`-byte units (`K` = 64 / `W`, one
+    /// line per row and per column) in 512-bit registers, with `N` = `K` / 4
+    /// units per lane: rows `k`, `k + N`, `k + 2N`, `k + 3N` exchange lanes
+    /// so that register `k` of lane group `l` holds, in lane `g`, row
+    /// `gN + k` of columns `lN..lN + N`; an in-lane transpose of each group's
+    /// `N` registers then leaves whole columns. No shuffle needs an index
+    /// register, so the block's `K` registers fit the register file.
+    #[target_feature(enable = "avx512f,avx512bw")]
+    unsafe fn wide_blocks<const K: usize, const N: usize, const W: usize>(
         dst: *mut u8,
         dst_step: usize,
         src: *const u8,
@@ -373,7 +383,29 @@ mod simd {
         columns: usize,
         stream: bool,
     ) {
-        blocks::<__m512i, K, W, 1>(dst, dst_step, src, src_stride, rows, columns, stream)
+        for c0 in (0..columns).step_by(K) {
+            for g0 in (0..rows).step_by(K) {
+                let mut groups = [[Lanes::zero(); N]; 4];
+                for k in 0..N {
+                    let row = |g: usize| src.add((g0 + g * N + k) * src_stride + c0 * W);
+                    let lanes = lanes_of([row(0), row(1), row(2), row(3)]);
+                    for (group, lane) in groups.iter_mut().zip(lanes) {
+                        group[k] = lane;
+                    }
+                }
+                for (l, group) in groups.iter_mut().enumerate() {
+                    transpose::<Lanes, N, W>(group);
+                    for (m, column) in group.iter().enumerate() {
+                        let at = dst.add((c0 + l * N + m) * dst_step + g0 * W);
+                        if stream {
+                            column.stream(at);
+                        } else {
+                            column.store(at);
+                        }
+                    }
+                }
+            }
+        }
     }
 
     /// Transposes the whole blocks of a group as `plan` says; returns how
@@ -395,9 +427,9 @@ mod simd {
         let stream = (dst as usize).is_multiple_of(LINE) && dst_step.is_multiple_of(LINE);
         let (d, ds, s, ss, st) = (dst, dst_step, src, src_stride, stream);
         match (width, units) {
-            (2, 32) => wide_blocks::<32, 2>(d, ds, s, ss, rows, columns, st),
-            (4, 16) => wide_blocks::<16, 4>(d, ds, s, ss, rows, columns, st),
-            (8, 8) => wide_blocks::<8, 8>(d, ds, s, ss, rows, columns, st),
+            (2, 32) => wide_blocks::<32, 8, 2>(d, ds, s, ss, rows, columns, st),
+            (4, 16) => wide_blocks::<16, 4, 4>(d, ds, s, ss, rows, columns, st),
+            (8, 8) => wide_blocks::<8, 2, 8>(d, ds, s, ss, rows, columns, st),
             (1, 16) => blocks::<__m128i, 16, 1, 4>(d, ds, s, ss, rows, columns, st),
             (2, 8) => blocks::<__m128i, 8, 2, 4>(d, ds, s, ss, rows, columns, st),
             (4, 4) => blocks::<__m128i, 4, 4, 4>(d, ds, s, ss, rows, columns, st),
@@ -480,7 +512,7 @@ mod tests {
             #[cfg(target_arch = "x86_64")]
             {
                 let plan = plan.expect("x86-64 transposes 1- to 8-byte runs in registers");
-                let wide = width >= 2 && std::is_x86_feature_detected!("avx512vbmi");
+                let wide = width >= 2 && std::is_x86_feature_detected!("avx512bw");
                 assert_eq!(plan.units * width, if wide { 64 } else { 16 });
             }
             #[cfg(not(target_arch = "x86_64"))]
