@@ -287,24 +287,14 @@ mod simd {
         }
     }
 
-    /// Four rows' 128-bit lane `l` side by side, for `l` = 0..4: a 4 x 4
-    /// transpose of lanes. The rows' halves are loaded into the halves of
-    /// two registers (the load does the first step), then shuffled.
+    /// The 128-bit lanes at `rows` side by side in one register.
     #[inline(always)]
-    unsafe fn lanes_of(rows: [*const u8; 4]) -> [Lanes; 4] {
-        let half = |p: *const u8| _mm256_loadu_si256(p as *const __m256i);
-        let pair = |a: *const u8, b: *const u8| {
-            _mm512_inserti64x4::<1>(_mm512_castsi256_si512(half(a)), half(b))
-        };
-        let [r0, r1, r2, r3] = rows;
-        let (low01, low23) = (pair(r0, r1), pair(r2, r3));
-        let (high01, high23) = (pair(r0.add(32), r1.add(32)), pair(r2.add(32), r3.add(32)));
-        [
-            Lanes(_mm512_shuffle_i64x2::<0x88>(low01, low23)),
-            Lanes(_mm512_shuffle_i64x2::<0xDD>(low01, low23)),
-            Lanes(_mm512_shuffle_i64x2::<0x88>(high01, high23)),
-            Lanes(_mm512_shuffle_i64x2::<0xDD>(high01, high23)),
-        ]
+    unsafe fn gather_lanes(rows: [*const u8; 4]) -> Lanes {
+        let lane = |p: *const u8| _mm_loadu_si128(p as *const __m128i);
+        let v = _mm512_castsi128_si512(lane(rows[0]));
+        let v = _mm512_inserti32x4::<1>(v, lane(rows[1]));
+        let v = _mm512_inserti32x4::<2>(v, lane(rows[2]));
+        Lanes(_mm512_inserti32x4::<3>(v, lane(rows[3])))
     }
 
     /// Transposes `K` registers of `K` units of `W` bytes: log2(K) rounds
@@ -367,12 +357,13 @@ mod simd {
     }
 
     /// Transposes `K x K` blocks of `W`-byte units (`K` = 64 / `W`, one
-    /// line per row and per column) in 512-bit registers, with `N` = `K` / 4
-    /// units per lane: rows `k`, `k + N`, `k + 2N`, `k + 3N` exchange lanes
-    /// so that register `k` of lane group `l` holds, in lane `g`, row
-    /// `gN + k` of columns `lN..lN + N`; an in-lane transpose of each group's
-    /// `N` registers then leaves whole columns. No shuffle needs an index
-    /// register, so the block's `K` registers fit the register file.
+    /// line per row and per column) in 512-bit registers, one group of `N`
+    /// = `K` / 4 columns at a time: register `k` of group `l` gathers, in
+    /// lane `g`, row `gN + k` of columns `lN..lN + N`, and an in-lane
+    /// transpose of the group's `N` registers leaves `N` whole columns. No
+    /// shuffle needs an index register and a group needs `N` registers, so
+    /// nothing spills to the stack (spilled stores would queue behind the
+    /// streaming stores to the tiles).
     #[target_feature(enable = "avx512f,avx512bw")]
     unsafe fn wide_blocks<const K: usize, const N: usize, const W: usize>(
         dst: *mut u8,
@@ -385,16 +376,14 @@ mod simd {
     ) {
         for c0 in (0..columns).step_by(K) {
             for g0 in (0..rows).step_by(K) {
-                let mut groups = [[Lanes::zero(); N]; 4];
-                for k in 0..N {
-                    let row = |g: usize| src.add((g0 + g * N + k) * src_stride + c0 * W);
-                    let lanes = lanes_of([row(0), row(1), row(2), row(3)]);
-                    for (group, lane) in groups.iter_mut().zip(lanes) {
-                        group[k] = lane;
+                for l in 0..4 {
+                    let mut group = [Lanes::zero(); N];
+                    for (k, reg) in group.iter_mut().enumerate() {
+                        let row =
+                            |g: usize| src.add((g0 + g * N + k) * src_stride + c0 * W + l * 16);
+                        *reg = gather_lanes([row(0), row(1), row(2), row(3)]);
                     }
-                }
-                for (l, group) in groups.iter_mut().enumerate() {
-                    transpose::<Lanes, N, W>(group);
+                    transpose::<Lanes, N, W>(&mut group);
                     for (m, column) in group.iter().enumerate() {
                         let at = dst.add((c0 + l * N + m) * dst_step + g0 * W);
                         if stream {
