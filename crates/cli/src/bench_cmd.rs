@@ -1,12 +1,13 @@
 //! `retile bench gpu`: the GPU figures of BENCHMARKS.md, each beside the
-//! device-to-device copy measured in the same run.
+//! device-to-device copy measured in the same run; `retile bench permute`:
+//! one permute of the user's choosing, checked and timed the same way.
 
 use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::Args;
-use retile_copy::gpu::{bench_permute, cuda_error, time_median, Gpu};
-use retile_copy::Permute;
+use retile_copy::gpu::{bench_permute, cuda_error, permute, time_median, Gpu};
+use retile_copy::{permute_reference, Permute};
 use retile_stream::cuda::{scatter_device, CudaTileStream, PinnedBuffer};
 use retile_stream::{DType, NullSink, StreamPlan, StreamSpec};
 
@@ -19,6 +20,67 @@ pub struct BenchArgs {
     /// Planes of the streaming benchmarks (2048x2048 i16 each).
     #[arg(long, default_value_t = 512)]
     planes: u64,
+}
+
+/// Arguments of `retile bench permute`.
+#[derive(Args)]
+pub struct PermuteArgs {
+    /// Input extents, slowest first (e.g. 64,128,128,64).
+    #[arg(long, value_delimiter = ',', required = true)]
+    shape: Vec<i64>,
+    /// Output dimension i is input dimension perm[i] (e.g. 0,3,1,2: NHWC -> NCHW).
+    #[arg(long, value_delimiter = ',', required = true)]
+    perm: Vec<usize>,
+    /// Element type (u8 ... f64; only its size matters).
+    #[arg(long, default_value = "f32")]
+    dtype: String,
+    /// Timed repetitions (the median is printed).
+    #[arg(long, default_value_t = 10)]
+    reps: usize,
+}
+
+/// Tensors up to this many bytes are checked against the CPU reference
+/// before they are timed.
+const CHECKED_BYTES: usize = 1 << 30;
+
+/// `retile bench permute`: checks the permute against the CPU reference on
+/// patterned data, then prints its GB/s beside the device-to-device copy.
+pub fn bench_one(args: &PermuteArgs) -> Result<ExitCode, String> {
+    let dtype: DType = args
+        .dtype
+        .parse()
+        .map_err(|e: retile_stream::StreamError| e.to_string())?;
+    let p = Permute::new(&args.shape, &args.perm, dtype.size()).map_err(|e| e.to_string())?;
+    let gpu = Gpu::open().map_err(|e| e.to_string())?;
+    let bytes = p.elements() as usize * p.element_bytes;
+    let checked = if bytes <= CHECKED_BYTES {
+        let input: Vec<u8> = (0..bytes)
+            .map(|i| (i as u64).wrapping_mul(0x9E37_79B9) as u8 ^ (i >> 11) as u8)
+            .collect();
+        let stream = gpu.stream();
+        let d_in = stream.memcpy_stod(&input).map_err(|e| e.to_string())?;
+        let mut d_out = stream.alloc_zeros::<u8>(bytes).map_err(|e| e.to_string())?;
+        permute(&gpu, &p, &d_in, &mut d_out).map_err(|e| e.to_string())?;
+        let got = stream.memcpy_dtov(&d_out).map_err(|e| e.to_string())?;
+        if got != permute_reference(&p, &input).map_err(|e| e.to_string())? {
+            return Err(format!(
+                "the GPU permute of {p:?} differs from the CPU reference"
+            ));
+        }
+        "matches the CPU reference"
+    } else {
+        "not checked (over 1 GiB)"
+    };
+    let (gbs, copy) = bench_permute(&gpu, &p, args.reps).map_err(|e| e.to_string())?;
+    println!(
+        "retile permute {:?} {} perm {:?} on {}: {checked}; {gbs:.0} GB/s; d2d copy {copy:.0} GB/s; ratio {:.3}",
+        args.shape,
+        args.dtype,
+        args.perm,
+        gpu.name(),
+        gbs / copy
+    );
+    Ok(ExitCode::SUCCESS)
 }
 
 fn permutes(gpu: &Gpu, reps: usize) -> Result<(), String> {

@@ -43,6 +43,13 @@ enum BenchCommand {
     /// Every GPU figure (this build has no CUDA: it says so).
     #[cfg(not(feature = "cuda"))]
     Gpu,
+    /// One N-dimensional GPU permute, checked against the CPU reference and
+    /// timed beside the device-to-device copy.
+    #[cfg(feature = "cuda")]
+    Permute(bench_cmd::PermuteArgs),
+    /// One GPU permute (this build has no CUDA: it says so).
+    #[cfg(not(feature = "cuda"))]
+    Permute,
 }
 
 #[derive(Subcommand)]
@@ -52,6 +59,11 @@ enum PlanCommand {
     /// An in-thread transpose plan: widths, counts, shuffle, each thread's accesses.
     Copy(copy_cmd::PlanCopyArgs),
 }
+
+/// What the GPU commands say in a build without CUDA.
+#[cfg(not(feature = "cuda"))]
+const NO_CUDA: &str =
+    "this retile was built without CUDA; rebuild with `cargo build --release --features cuda`";
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -63,8 +75,10 @@ fn main() -> ExitCode {
         Some(Command::Stream(args)) => stream_cmd::stream(&args),
         #[cfg(feature = "cuda")]
         Some(Command::Bench(BenchCommand::Gpu(args))) => bench_cmd::bench(&args),
+        #[cfg(feature = "cuda")]
+        Some(Command::Bench(BenchCommand::Permute(args))) => bench_cmd::bench_one(&args),
         #[cfg(not(feature = "cuda"))]
-        Some(Command::Bench(BenchCommand::Gpu)) => Err("this retile was built without CUDA; rebuild with `cargo build --release --features cuda`".into()),
+        Some(Command::Bench(BenchCommand::Gpu | BenchCommand::Permute)) => Err(NO_CUDA.into()),
         None => stream_cmd::demo(),
     };
     match result {
