@@ -477,9 +477,9 @@ extern "C" __global__ void __launch_bounds__(256) retile_transpose(const elem_t*
     }
 }
 
-/// A permute compiled for one GPU, launched as often as needed: the kernel
-/// is generated, compiled and looked up once, so a launch costs only the
-/// launch.
+/// A permute compiled for one GPU, launched on that GPU's stream as often
+/// as needed: the kernel is generated, compiled and looked up once, so a
+/// launch costs only the launch.
 ///
 /// ```no_run
 /// use retile_copy::{gpu::{CompiledPermute, Gpu}, Permute};
@@ -489,11 +489,12 @@ extern "C" __global__ void __launch_bounds__(256) retile_transpose(const elem_t*
 /// let input = gpu.stream().memcpy_stod(&vec![0u8; 1024 * 512 * 4]).unwrap();
 /// let mut output = gpu.stream().alloc_zeros::<u8>(1024 * 512 * 4).unwrap();
 /// for _ in 0..3 {
-///     kernel.launch(&gpu, &input, &mut output)?;
+///     kernel.launch(&input, &mut output)?;
 /// }
 /// # Ok::<(), retile_copy::CopyError>(())
 /// ```
 pub struct CompiledPermute {
+    stream: Arc<CudaStream>,
     function: CudaFunction,
     config: LaunchConfig,
     bytes: usize,
@@ -504,6 +505,7 @@ impl CompiledPermute {
     pub fn new(gpu: &Gpu, p: &Permute) -> Result<CompiledPermute> {
         let kernel = permute_kernel(p, gpu.multiprocessors()?);
         Ok(CompiledPermute {
+            stream: gpu.stream().clone(),
             function: gpu.kernel(kernel.name, &kernel.source)?,
             config: LaunchConfig {
                 grid_dim: (kernel.blocks, 1, 1),
@@ -515,13 +517,8 @@ impl CompiledPermute {
     }
 
     /// Runs the permute from `input` to `output` (each at least the
-    /// permute's bytes), asynchronously on `gpu`'s stream.
-    pub fn launch(
-        &self,
-        gpu: &Gpu,
-        input: &CudaSlice<u8>,
-        output: &mut CudaSlice<u8>,
-    ) -> Result<()> {
+    /// permute's bytes), asynchronously on its GPU's stream.
+    pub fn launch(&self, input: &CudaSlice<u8>, output: &mut CudaSlice<u8>) -> Result<()> {
         if input.len() < self.bytes || output.len() < self.bytes {
             return Err(CopyError::Invalid(format!(
                 "the permute moves {} bytes; input has {}, output {}",
@@ -530,7 +527,7 @@ impl CompiledPermute {
                 output.len()
             )));
         }
-        let mut launch = gpu.stream().launch_builder(&self.function);
+        let mut launch = self.stream.launch_builder(&self.function);
         launch.arg(input).arg(output);
         // SAFETY: the kernel reads `bytes` bytes of `input` and writes `bytes`
         // bytes of `output`, both checked above; its arguments match its signature.
@@ -559,7 +556,7 @@ pub fn permute(
     input: &CudaSlice<u8>,
     output: &mut CudaSlice<u8>,
 ) -> Result<()> {
-    CompiledPermute::new(gpu, p)?.launch(gpu, input, output)
+    CompiledPermute::new(gpu, p)?.launch(input, output)
 }
 
 /// Median seconds of `work` over `reps` runs after two warm-up runs, timed
@@ -612,7 +609,7 @@ pub fn bench_permute(gpu: &Gpu, p: &Permute, reps: usize) -> Result<(f64, f64)> 
         .alloc_zeros::<u8>(bytes)
         .map_err(cuda_error("allocating the permute's output"))?;
     let kernel = CompiledPermute::new(gpu, p)?;
-    let t_permute = time_median(gpu, reps, || kernel.launch(gpu, &input, &mut output))?;
+    let t_permute = time_median(gpu, reps, || kernel.launch(&input, &mut output))?;
     let t_copy = time_median(gpu, reps, || {
         stream
             .memcpy_dtod(&input, &mut output)

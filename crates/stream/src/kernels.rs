@@ -251,9 +251,9 @@ mod simd {
     }
 
     /// A 512-bit register as four 128-bit lanes: its zip interleaves within
-    /// each lane, so one transpose of `K` lanes-wide registers transposes
-    /// four `K x K` blocks side by side. Used only inside functions that
-    /// enable AVX-512 (F, BW).
+    /// each lane, so transposing `n` of them (`n` units per lane) transposes
+    /// four `n x n` blocks side by side, one per lane. Used only inside
+    /// functions that enable AVX-512 (F, BW).
     #[derive(Clone, Copy)]
     struct Lanes(__m512i);
 
@@ -363,7 +363,8 @@ mod simd {
     /// transpose of the group's `N` registers leaves `N` whole columns. No
     /// shuffle needs an index register and a group needs `N` registers, so
     /// nothing spills to the stack (spilled stores would queue behind the
-    /// streaming stores to the tiles).
+    /// streaming stores to the tiles). The plan's `K` row loads of `K`
+    /// units arrive as 16-byte loads, one per lane.
     #[target_feature(enable = "avx512f,avx512bw")]
     unsafe fn wide_blocks<const K: usize, const N: usize, const W: usize>(
         dst: *mut u8,
