@@ -492,10 +492,15 @@ impl fmt::Display for StreamPlan {
         let bytes = self.epoch_buffer_bytes();
         writeln!(
             f,
-            "  memory: 2 epoch buffers x {} tiles x {} elements x {} B = {} B",
+            "  memory: 2 epoch buffers x {} slots x {} B ({} elements x {} B{}) = {} B",
             self.m(),
+            self.slot_bytes(),
             self.tile_elements(),
             spec.dtype.size(),
+            match self.slot_bytes() - self.tile_bytes() {
+                0 => String::new(),
+                pad => format!(", then {pad} B to the next slot"),
+            },
             2 * bytes
         )?;
         let padding = self.padding();
