@@ -65,7 +65,20 @@ enum PlanCommand {
 const NO_CUDA: &str =
     "this retile was built without CUDA; rebuild with `cargo build --release --features cuda`";
 
+/// Lets the process end quietly when the reader of its output goes away
+/// (`retile show ... | head`), as Unix tools do: Rust ignores SIGPIPE, so
+/// `println!` would panic on the closed pipe instead.
+fn end_quietly_on_closed_pipes() {
+    #[cfg(unix)]
+    // SAFETY: restores the default action of one signal, before any thread
+    // is started and with no handler of ours involved.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 fn main() -> ExitCode {
+    end_quietly_on_closed_pipes();
     let cli = Cli::parse();
     let result = match cli.command {
         Some(Command::Eval(args)) => calc_cmd::eval(&args),
