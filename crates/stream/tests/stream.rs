@@ -390,6 +390,10 @@ fn bad_specs_are_rejected_with_a_reason() {
         TileStream::new(spec, &[0], 1, Box::new(NullSink)).is_err(),
         "a one-byte fill for u16"
     );
+    // each size fits, but 2^40 tiles of 2^40 bytes in one epoch do not
+    let huge = StreamSpec::new(DType::U8, vec![0, 1 << 40, 1], vec![1, 1, 1 << 40]).unwrap();
+    let err = StreamPlan::new(&huge).unwrap_err();
+    assert!(err.to_string().contains("would not fit"), "{err}");
 }
 
 /// A sink that fails on its second epoch, as a full disk would.
