@@ -6,7 +6,8 @@
 //! fastest, rows are copied with the widest vector both sides allow (up to
 //! 16 bytes). Otherwise a block stages a square tile through shared memory:
 //! it loads along the input's contiguous dimension, packs `P` elements per
-//! unit (up to 8 bytes), swizzles unit columns by row so that neither the
+//! unit (up to 8 bytes, where the copy planner plans one thread's `P x P`
+//! transpose as `P` loads and `P` stores), swizzles unit columns by row so that neither the
 //! loads nor the column reads conflict on banks, transposes `P x P` units in
 //! registers (the in-thread transpose) and stores along the output's
 //! contiguous dimension; tiles shrink to extents smaller than 32 units, and
@@ -23,7 +24,7 @@ use cudarc::driver::{
 use cudarc::nvrtc::{compile_ptx_with_opts, CompileOptions};
 
 use crate::permute::row_major_strides;
-use crate::{CopyError, Permute, Result};
+use crate::{CopyError, Permute, Result, TransposeRequest};
 
 /// Maps a CUDA error to a [`CopyError`] that says what retile was doing.
 ///
@@ -345,6 +346,17 @@ extern "C" __global__ void __launch_bounds__(256) retile_rows(const vec_t* __res
     }
 }
 
+/// Whether units of `p` elements of `e` bytes fit the kernel's 8-byte
+/// registers and the copy planner transposes a `p x p` block of them in one
+/// thread as `p` loads and `p` stores of one unit (the in-thread transpose).
+fn in_registers(p: usize, e: usize) -> bool {
+    let bits = 8 * (p * e) as i64;
+    bits <= 64
+        && TransposeRequest::square(p as i64, 8 * e as i64, bits)
+            .and_then(|request| request.plan())
+            .is_ok_and(|plan| plan.is_square(p as i64))
+}
+
 /// The most rows a transpose tile has: 32 units of up to 8 elements.
 const MAX_TILE_ROWS: i64 = 32 * 8;
 
@@ -377,10 +389,11 @@ fn transpose_kernel(
         ),
         None => (shape[a], format!("(ga) * {}", in_strides[a])),
     };
-    // P elements per unit: units of at most 8 bytes, whole units in both extents
-    let p = [8usize, 4, 2, 1]
+    // P elements per unit: whole units in both extents, and P x P blocks
+    // that the copy planner transposes in one thread's registers
+    let p = [8usize, 4, 2]
         .into_iter()
-        .find(|&p| p * e <= 8 && na % p as i64 == 0 && nb % p as i64 == 0)
+        .find(|&p| na % p as i64 == 0 && nb % p as i64 == 0 && in_registers(p, e))
         .unwrap_or(1);
     // units per tile along a and b: up to 32, fewer when the extent is
     // smaller; along a also few enough that the tile fits in 32 KB of shared

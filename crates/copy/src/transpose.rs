@@ -137,6 +137,22 @@ fn register_order(block: &[i64], strides: &[i64]) -> Result<Layout> {
     Ok(Layout::new(tuple(block), tuple(&reg_stride))?)
 }
 
+impl TransposePlan {
+    /// Whether the transform applies as `n` loads of `n` elements and `n`
+    /// stores of `n`: a square block moved one register per row and per
+    /// column.
+    ///
+    /// ```
+    /// use retile_copy::TransposeRequest;
+    /// let plan = TransposeRequest::square(4, 32, 128).unwrap().plan().unwrap();
+    /// assert!(plan.is_square(4) && !plan.is_square(2));
+    /// ```
+    pub fn is_square(&self, n: i64) -> bool {
+        matches!(self, TransposePlan::Applies(t)
+            if t.load_width == n && t.loads == n && t.store_width == n && t.stores == n)
+    }
+}
+
 fn rejected(reason: impl Into<String>) -> TransposePlan {
     TransposePlan::Rejected {
         reason: reason.into(),
@@ -159,6 +175,23 @@ impl TransposeRequest {
             dst,
             target: None,
         }
+    }
+
+    /// One thread transposing a square block of `units x units` elements of
+    /// `element_bits` bits from row-major to column-major, in accesses of at
+    /// most `max_bits`: the in-register transpose of SIMD kernels, where
+    /// each register holds one row, then one column.
+    ///
+    /// ```
+    /// use retile_copy::TransposeRequest;
+    /// let plan = TransposeRequest::square(8, 16, 128).unwrap().plan().unwrap();
+    /// assert!(plan.is_square(8));
+    /// ```
+    pub fn square(units: i64, element_bits: i64, max_bits: i64) -> Result<Self> {
+        let side = |stride| Layout::vector(units, stride);
+        let src = Layout::from_modes([side(units)?, side(1)?]);
+        let dst = Layout::from_modes([side(1)?, side(units)?]);
+        Ok(TransposeRequest::new(1, element_bits, max_bits, src, dst))
     }
 
     /// The same request for a named GPU architecture.

@@ -44,6 +44,28 @@ fn cases() -> Vec<Permute> {
 }
 
 #[test]
+fn transpose_kernels_move_the_units_the_planner_transposes_in_registers() {
+    // the planner transposes p x p blocks in 8-byte registers: p = 8 / e,
+    // fewer where an extent is not a multiple of it
+    for (e, shape, p) in [
+        (1, [64, 96], 8),
+        (2, [64, 96], 4),
+        (4, [64, 96], 2),
+        (8, [64, 96], 1),
+        (1, [64, 100], 4),
+        (2, [62, 96], 2),
+        (1, [63, 96], 1),
+    ] {
+        let permute = Permute::new(&shape, &[1, 0], e).unwrap();
+        let source = permute_kernel(&permute, 132).source;
+        assert!(
+            source.contains(&format!("#define P {p}\n")),
+            "{e}-byte elements, shape {shape:?}: expected P = {p}"
+        );
+    }
+}
+
+#[test]
 fn generated_kernels_compile_with_nvrtc() {
     // SAFETY: only probes whether the shared library can be loaded.
     if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {

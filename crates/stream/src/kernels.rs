@@ -110,26 +110,15 @@ impl RegisterTranspose {
 
     /// [`RegisterTranspose::plan`] for registers of `bits` bits.
     fn plan_in(bits: usize, width: usize) -> Option<RegisterTranspose> {
-        let units = (bits / 8 / width) as i64;
-        let vector = |extent, stride| retile_layout::Layout::vector(extent, stride).ok();
-        let src = retile_layout::Layout::from_modes([vector(units, units)?, vector(units, 1)?]);
-        let dst = retile_layout::Layout::from_modes([vector(units, 1)?, vector(units, units)?]);
+        let units = bits / 8 / width;
         let request =
-            retile_copy::TransposeRequest::new(1, 8 * width as i64, bits as i64, src, dst);
-        match request.plan().ok()? {
-            retile_copy::TransposePlan::Applies(t)
-                if t.load_width == units
-                    && t.loads == units
-                    && t.store_width == units
-                    && t.stores == units =>
-            {
-                Some(RegisterTranspose {
-                    width,
-                    units: units as usize,
-                })
-            }
-            _ => None,
-        }
+            retile_copy::TransposeRequest::square(units as i64, 8 * width as i64, bits as i64);
+        request
+            .ok()?
+            .plan()
+            .ok()?
+            .is_square(units as i64)
+            .then_some(RegisterTranspose { width, units })
     }
 }
 
