@@ -202,10 +202,18 @@ mod simd {
     /// A SIMD register as the transpose uses it.
     trait Vector: Copy {
         unsafe fn zero() -> Self;
-        unsafe fn load(p: *const u8) -> Self;
         unsafe fn store(self, p: *mut u8);
         /// A non-temporal store; `p` is aligned to the register's size.
         unsafe fn stream(self, p: *mut u8);
+        /// [`Vector::stream`] with `stream`, else [`Vector::store`].
+        #[inline(always)]
+        unsafe fn put(self, p: *mut u8, stream: bool) {
+            if stream {
+                self.stream(p)
+            } else {
+                self.store(p)
+            }
+        }
         /// Interleaves the first halves, then the second halves, of `a` and
         /// `b` in units of `W` bytes.
         unsafe fn zip<const W: usize>(a: Self, b: Self) -> (Self, Self);
@@ -215,10 +223,6 @@ mod simd {
         #[inline(always)]
         unsafe fn zero() -> Self {
             _mm_setzero_si128()
-        }
-        #[inline(always)]
-        unsafe fn load(p: *const u8) -> Self {
-            _mm_loadu_si128(p as *const __m128i)
         }
         #[inline(always)]
         unsafe fn store(self, p: *mut u8) {
@@ -250,10 +254,6 @@ mod simd {
         #[inline(always)]
         unsafe fn zero() -> Self {
             Lanes(_mm512_setzero_si512())
-        }
-        #[inline(always)]
-        unsafe fn load(p: *const u8) -> Self {
-            Lanes(_mm512_loadu_si512(p as *const __m512i))
         }
         #[inline(always)]
         unsafe fn store(self, p: *mut u8) {
@@ -308,7 +308,7 @@ mod simd {
     /// whole cache line per step; with `stream` the lines bypass the cache
     /// (tiles are not read again before the sink takes them).
     #[inline(always)]
-    unsafe fn blocks<V: Vector, const K: usize, const W: usize, const T: usize>(
+    unsafe fn blocks<const K: usize, const W: usize, const T: usize>(
         dst: *mut u8,
         dst_step: usize,
         src: *const u8,
@@ -320,25 +320,20 @@ mod simd {
         for c0 in (0..columns).step_by(K) {
             let ahead = c0 * W + AHEAD < columns * W;
             for g0 in (0..rows).step_by(K * T) {
-                let mut regs = [[V::zero(); K]; T];
+                let mut regs = [[__m128i::zero(); K]; T];
                 for (t, block) in regs.iter_mut().enumerate() {
                     for (i, reg) in block.iter_mut().enumerate() {
                         let row = src.add((g0 + t * K + i) * src_stride + c0 * W);
                         if ahead {
                             _mm_prefetch::<_MM_HINT_T0>(row.add(AHEAD) as *const i8);
                         }
-                        *reg = V::load(row);
+                        *reg = _mm_loadu_si128(row as *const __m128i);
                     }
-                    transpose::<V, K, W>(block);
+                    transpose::<__m128i, K, W>(block);
                 }
                 for j in 0..K {
                     for (t, block) in regs.iter().enumerate() {
-                        let at = dst.add((c0 + j) * dst_step + (g0 + t * K) * W);
-                        if stream {
-                            block[j].stream(at);
-                        } else {
-                            block[j].store(at);
-                        }
+                        block[j].put(dst.add((c0 + j) * dst_step + (g0 + t * K) * W), stream);
                     }
                 }
             }
@@ -375,12 +370,7 @@ mod simd {
                     }
                     transpose::<Lanes, N, W>(&mut group);
                     for (m, column) in group.iter().enumerate() {
-                        let at = dst.add((c0 + l * N + m) * dst_step + g0 * W);
-                        if stream {
-                            column.stream(at);
-                        } else {
-                            column.store(at);
-                        }
+                        column.put(dst.add((c0 + l * N + m) * dst_step + g0 * W), stream);
                     }
                 }
             }
@@ -409,10 +399,10 @@ mod simd {
             (2, 32) => wide_blocks::<32, 8, 2>(d, ds, s, ss, rows, columns, st),
             (4, 16) => wide_blocks::<16, 4, 4>(d, ds, s, ss, rows, columns, st),
             (8, 8) => wide_blocks::<8, 2, 8>(d, ds, s, ss, rows, columns, st),
-            (1, 16) => blocks::<__m128i, 16, 1, 4>(d, ds, s, ss, rows, columns, st),
-            (2, 8) => blocks::<__m128i, 8, 2, 4>(d, ds, s, ss, rows, columns, st),
-            (4, 4) => blocks::<__m128i, 4, 4, 4>(d, ds, s, ss, rows, columns, st),
-            (8, 2) => blocks::<__m128i, 2, 8, 4>(d, ds, s, ss, rows, columns, st),
+            (1, 16) => blocks::<16, 1, 4>(d, ds, s, ss, rows, columns, st),
+            (2, 8) => blocks::<8, 2, 4>(d, ds, s, ss, rows, columns, st),
+            (4, 4) => blocks::<4, 4, 4>(d, ds, s, ss, rows, columns, st),
+            (8, 2) => blocks::<2, 8, 4>(d, ds, s, ss, rows, columns, st),
             _ => return (0, rows),
         }
         (columns, rows)

@@ -59,14 +59,13 @@ impl Geometry {
             dims.extend((1..rank - 1).map(|d| (spec.shape()[d] as usize, tile[d])));
             (spec.shape()[rank - 1] as usize, dims)
         };
-        let tile_bytes = tile.iter().product::<usize>() * esize;
         let seg_bytes = tile[rank - 1] * esize;
         Geometry {
             esize,
             row_bytes: row_elems * esize,
             rows: row_dims.iter().map(|d| d.0).product(),
             seg_bytes,
-            tile_bytes,
+            tile_bytes: plan.tile_bytes() as usize,
             slot_bytes: plan.slot_bytes() as usize,
             transpose: RegisterTranspose::plan(seg_bytes),
             row_dims,
