@@ -63,6 +63,13 @@ pub struct StreamArgs {
     /// Value of padding in edge tiles.
     #[arg(long, default_value_t = 0.0)]
     fill: f64,
+    /// Write chunks through the page cache instead of with direct I/O
+    /// (direct I/O is used wherever the output's file system takes it).
+    #[arg(long)]
+    buffered_io: bool,
+    /// Chunks written at once (default 16).
+    #[arg(long)]
+    writers: Option<usize>,
     /// Dimension names, slowest first (e.g. t,y,x).
     #[arg(long, value_delimiter = ',')]
     dim_names: Option<Vec<String>>,
@@ -217,6 +224,8 @@ pub fn stream(args: &StreamArgs) -> Result<ExitCode, String> {
             codec: args.codec.parse::<Codec>().map_err(|e| e.to_string())?,
             shard: args.shard.as_ref().map(|d| d.0.clone()),
             dimension_names: args.dim_names.clone(),
+            buffered_io: args.buffered_io,
+            writers: args.writers,
         })),
     };
     let fill = spec.dtype().encode(args.fill);
@@ -299,8 +308,8 @@ pub fn demo() -> Result<ExitCode, String> {
     let sink = ZarrSink::new(ZarrOptions {
         path: output.clone(),
         codec: Codec::Zstd(1),
-        shard: None,
         dimension_names: Some(vec!["t".into(), "y".into(), "x".into()]),
+        ..Default::default()
     });
     let mut tiles = AnyStream::open(spec, &[0, 0], Backend::Cpu { threads: 0 }, Box::new(sink))
         .map_err(|e| e.to_string())?;

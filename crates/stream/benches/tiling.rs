@@ -15,6 +15,8 @@ use retile_stream::*;
 
 const SIDE: u64 = 2048;
 const BLOCK_PLANES: u64 = 64;
+/// Chunks in flight, as many as the Zarr sink writes at once by default.
+const WRITERS: usize = 16;
 
 fn planes() -> u64 {
     std::env::var("RETILE_BENCH_PLANES")
@@ -89,22 +91,45 @@ fn flush_page_cache() {
     let _ = Command::new("sync").status();
 }
 
-/// GB/s of writing `bytes` as files of `chunk` bytes with 2 threads: the
-/// ceiling of any Zarr writer on this file system. With `synced`, each file
-/// is synced to the disk before the next is written, as the Zarr store
-/// (`zarrs`' `FilesystemStore`) does for every chunk it writes.
-fn file_write_gbps(dir: &Path, bytes: u64, chunk: usize, synced: bool) -> f64 {
-    let data = vec![5u8; chunk];
+/// GB/s of writing `bytes` as files of `chunk` bytes, each synced to the
+/// disk, by as many threads as the Zarr sink has writers: the ceiling of
+/// any Zarr writer on this file system. With `direct`, the files are
+/// written with `O_DIRECT`, as the Zarr sink writes its chunks by default.
+fn file_write_gbps(dir: &Path, bytes: u64, chunk: usize, direct: bool) -> f64 {
+    use std::os::unix::fs::OpenOptionsExt;
+    let page = 4096;
+    let buffer = vec![5u8; chunk + page];
+    let start = buffer.as_ptr().align_offset(page);
+    let data = &buffer[start..start + chunk];
     let files = (bytes / chunk as u64) as usize;
+    let writers = rayon::ThreadPoolBuilder::new()
+        .num_threads(WRITERS)
+        .build()
+        .expect("pool");
     let started = Instant::now();
-    (0..files).into_par_iter().for_each(|i| {
-        let mut file = std::fs::File::create(dir.join(format!("f{i}"))).expect("create");
-        file.write_all(&data).expect("write");
-        if synced {
+    writers.install(|| {
+        (0..files).into_par_iter().for_each(|i| {
+            let mut file = std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .custom_flags(if direct { libc::O_DIRECT } else { 0 })
+                .open(dir.join(format!("f{i}")))
+                .expect("create");
+            file.write_all(data).expect("write");
             file.sync_all().expect("sync");
-        }
+        })
     });
     bytes as f64 / started.elapsed().as_secs_f64() / 1e9
+}
+
+/// Removes what a disk measurement wrote, so the next one starts from the
+/// same free space.
+fn clear(dir: &Path) {
+    for entry in std::fs::read_dir(dir).expect("temp dir").flatten() {
+        let path = entry.path();
+        let _ = std::fs::remove_dir_all(&path).or_else(|_| std::fs::remove_file(&path));
+    }
 }
 
 /// numpy's tiling GB/s of input for `tile` (the anchor prints read+write GB/s).
@@ -171,34 +196,35 @@ fn main() {
         row("tiling 256x256x1 / numpy tiling", thin_gbps, np, 1.5);
     }
     let dir = tempfile::tempdir_in(root.join("target")).expect("temp dir");
-    let zarr_planes = planes.min(256);
+    let zarr_planes = planes.min(512);
     let zarr_bytes = zarr_planes * SIDE * SIDE * 2;
-    flush_page_cache();
-    let options = ZarrOptions {
-        path: dir.path().join("bench.zarr"),
-        ..Default::default()
-    };
-    let zarr = tiling(&src, zarr_planes, &cube, Box::new(ZarrSink::new(options)));
-    flush_page_cache();
-    let synced = file_write_gbps(dir.path(), zarr_bytes, 64 * 64 * 64 * 2, true);
-    flush_page_cache();
-    let cached = file_write_gbps(dir.path(), zarr_bytes, 64 * 64 * 64 * 2, false);
-    row(
-        &format!("zarr (codec none, {zarr_planes} planes) / memcpy"),
-        zarr.overall,
-        memcpy,
-        0.5,
-    );
-    row(
-        "zarr / plain files, each synced (as zarrs does)",
-        zarr.overall,
-        synced,
-        0.8,
-    );
-    println!(
-        "{:<44} {cached:>8.2}  (page cache only: nothing on the disk yet)",
-        "plain files, not synced"
-    );
+    let chunk = 64 * 64 * 64 * 2;
+    for buffered_io in [false, true] {
+        let io = if buffered_io { "buffered" } else { "direct" };
+        flush_page_cache();
+        let options = ZarrOptions {
+            path: dir.path().join(format!("{io}.zarr")),
+            buffered_io,
+            writers: Some(WRITERS),
+            ..Default::default()
+        };
+        let zarr = tiling(&src, zarr_planes, &cube, Box::new(ZarrSink::new(options)));
+        flush_page_cache();
+        let files = file_write_gbps(dir.path(), zarr_bytes, chunk, !buffered_io);
+        clear(dir.path());
+        row(
+            &format!("zarr ({io} I/O, none, {zarr_planes} planes) / memcpy"),
+            zarr.overall,
+            memcpy,
+            0.5,
+        );
+        row(
+            &format!("  same / plain files, {io} I/O, synced"),
+            zarr.overall,
+            files,
+            0.8,
+        );
+    }
     let short = tiling(&src, planes / 8, &cube, Box::new(NullSink)).summary;
     let long = cube_rates.summary;
     println!(

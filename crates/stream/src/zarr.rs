@@ -2,13 +2,13 @@
 //! written through the `zarrs` crate to a directory store.
 
 use std::borrow::Cow;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::Arc;
 
 use rayon::prelude::*;
 use zarrs::array::{Array, ArrayBuilder, ArrayBytes, FillValue};
-use zarrs::filesystem::FilesystemStore;
+use zarrs::filesystem::{FilesystemStore, FilesystemStoreOptions};
 
 use crate::plan::StreamPlan;
 use crate::sink::{Epoch, Sink};
@@ -63,6 +63,14 @@ pub struct ZarrOptions {
     pub shard: Option<Vec<u64>>,
     /// Names of the dimensions, slowest first.
     pub dimension_names: Option<Vec<String>>,
+    /// Write chunks through the page cache. By default they are written
+    /// with direct I/O (`O_DIRECT`) wherever the store's file system takes
+    /// it: the page cache's fresh pages cost more than the disk's
+    /// bandwidth on many machines, and a recording is not read back soon.
+    pub buffered_io: bool,
+    /// How many chunks are written at once; `None` = 16. A chunk's write
+    /// waits on the disk, so more writers than cores keep the disk busy.
+    pub writers: Option<usize>,
 }
 
 /// Writes epochs as Zarr v3 chunks; the array's shape grows as planes land,
@@ -73,6 +81,7 @@ pub struct ZarrSink {
     fill: Vec<u8>,
     plan: Option<StreamPlan>,
     pending: Vec<(u64, Vec<u8>)>,
+    writers: Option<rayon::ThreadPool>,
 }
 
 impl ZarrSink {
@@ -89,6 +98,7 @@ impl ZarrSink {
             fill: Vec::new(),
             plan: None,
             pending: Vec::new(),
+            writers: None,
         }
     }
 
@@ -121,17 +131,28 @@ impl ZarrSink {
         result.and(stored)
     }
 
+    /// Runs `writes` on the sink's writer threads.
+    fn on_writers<R: Send>(&self, writes: impl FnOnce() -> R + Send) -> Result<R, StreamError> {
+        let pool = self
+            .writers
+            .as_ref()
+            .ok_or_else(|| StreamError::Sink("the Zarr sink was not begun".into()))?;
+        Ok(pool.install(writes))
+    }
+
     fn write_tiles(&self, epoch: &Epoch<'_>) -> Result<(), StreamError> {
         let array = self.array()?;
-        (0..epoch.plan.m() as usize)
-            .into_par_iter()
-            .try_for_each(|slot| {
-                let coords = epoch.tile_coords(slot);
-                let bytes = ArrayBytes::new_flen(Cow::Borrowed(epoch.tile(slot)));
-                array
-                    .store_chunk(&coords, bytes)
-                    .map_err(|e| self.fail(&format!("writing chunk {coords:?}"), e))
-            })
+        self.on_writers(|| {
+            (0..epoch.plan.m() as usize)
+                .into_par_iter()
+                .try_for_each(|slot| {
+                    let coords = epoch.tile_coords(slot);
+                    let bytes = ArrayBytes::new_flen(Cow::Borrowed(epoch.tile(slot)));
+                    array
+                        .store_chunk(&coords, bytes)
+                        .map_err(|e| self.fail(&format!("writing chunk {coords:?}"), e))
+                })
+        })?
     }
 
     /// Writes the pending epochs as one row of shards.
@@ -147,21 +168,52 @@ impl ZarrSink {
             .map(|(&t, &k)| t.div_ceil(k))
             .collect();
         let shards: u64 = grid.iter().product();
-        (0..shards).into_par_iter().try_for_each(|s| {
-            let mut coords = vec![first_epoch / shard[0]; grid.len() + 1];
-            let mut rest = s;
-            for (d, &g) in grid.iter().enumerate().rev() {
-                coords[d + 1] = rest % g;
-                rest /= g;
-            }
-            let bytes = layout.assemble(&coords, &self.pending, &self.fill);
-            array
-                .store_chunk(&coords, ArrayBytes::new_flen(Cow::Owned(bytes)))
-                .map_err(|e| self.fail(&format!("writing shard {coords:?}"), e))
-        })?;
+        self.on_writers(|| {
+            (0..shards).into_par_iter().try_for_each(|s| {
+                let mut coords = vec![first_epoch / shard[0]; grid.len() + 1];
+                let mut rest = s;
+                for (d, &g) in grid.iter().enumerate().rev() {
+                    coords[d + 1] = rest % g;
+                    rest /= g;
+                }
+                let bytes = layout.assemble(&coords, &self.pending, &self.fill);
+                array
+                    .store_chunk(&coords, ArrayBytes::new_flen(Cow::Owned(bytes)))
+                    .map_err(|e| self.fail(&format!("writing shard {coords:?}"), e))
+            })
+        })??;
         self.pending.clear();
         Ok(())
     }
+}
+
+/// Whether `dir`'s file system takes direct I/O: a page written to a probe
+/// file opened with `O_DIRECT` (some file systems refuse the flag, others
+/// the write).
+#[cfg(target_os = "linux")]
+fn direct_io_works(dir: &Path) -> bool {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    const PAGE: usize = 4096;
+    let probe = dir.join(".retile-direct-io-probe");
+    let buffer = vec![0u8; 2 * PAGE];
+    let start = buffer.as_ptr().align_offset(PAGE);
+    let works = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(&probe)
+        .and_then(|mut file| file.write_all(&buffer[start..start + PAGE]))
+        .is_ok();
+    let _ = std::fs::remove_file(&probe);
+    works
+}
+
+/// Direct I/O is used on Linux only.
+#[cfg(not(target_os = "linux"))]
+fn direct_io_works(_: &Path) -> bool {
+    false
 }
 
 /// How the tiles of a block of epochs make up one dense shard.
@@ -264,8 +316,25 @@ impl Sink for ZarrSink {
         }
         std::fs::create_dir_all(&self.options.path)
             .map_err(|e| self.fail("creating the store directory", e))?;
+        let writers = match self.options.writers {
+            Some(0) => {
+                return Err(StreamError::Invalid(
+                    "the Zarr sink needs at least one writer (--writers 1 or more)".into(),
+                ))
+            }
+            w => w.unwrap_or(16),
+        };
+        self.writers = Some(
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(writers)
+                .thread_name(|i| format!("retile-zarr-writer-{i}"))
+                .build()
+                .map_err(|e| self.fail("starting the writer threads", e))?,
+        );
+        let mut store_options = FilesystemStoreOptions::default();
+        store_options.direct_io(!self.options.buffered_io && direct_io_works(&self.options.path));
         let store = Arc::new(
-            FilesystemStore::new(&self.options.path)
+            FilesystemStore::new_with_options(&self.options.path, store_options)
                 .map_err(|e| self.fail("opening the store", e))?,
         );
         let mut shape = spec.shape().to_vec();

@@ -132,3 +132,53 @@ fn shard_counts_must_match_the_rank() {
         .unwrap();
     assert!(err.to_string().contains("--shard needs 2"), "{err}");
 }
+
+#[test]
+fn buffered_writes_by_one_writer_read_back_identically() {
+    for (name, shard) in [("f.zarr", None), ("g.zarr", Some(vec![2, 1, 2]))] {
+        let dir = tempfile::tempdir().unwrap();
+        let options = ZarrOptions {
+            path: dir.path().join(name),
+            shard,
+            codec: Codec::Zstd(2),
+            buffered_io: true,
+            writers: Some(1),
+            ..Default::default()
+        };
+        let (shape, read, data) = round_trip(vec![0, 13, 40], 5, vec![2, 4, 32], options);
+        assert_eq!(shape, vec![5, 13, 40]);
+        assert_eq!(read, data);
+    }
+}
+
+#[test]
+fn the_store_holds_only_zarr_entries() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("h.zarr");
+    let options = ZarrOptions {
+        path: path.clone(),
+        ..Default::default()
+    };
+    round_trip(vec![0, 8, 8], 2, vec![1, 8, 8], options);
+    let mut entries: Vec<String> = std::fs::read_dir(&path)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    entries.sort();
+    assert_eq!(entries, ["c", "zarr.json"]);
+}
+
+#[test]
+fn a_sink_without_writers_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = StreamSpec::new(DType::U16, vec![0, 4], vec![1, 2]).unwrap();
+    let sink = ZarrSink::new(ZarrOptions {
+        path: dir.path().join("w.zarr"),
+        writers: Some(0),
+        ..Default::default()
+    });
+    let err = TileStream::new(spec, &[0, 0], 1, Box::new(sink))
+        .err()
+        .expect("zero writers are refused");
+    assert!(err.to_string().contains("at least one writer"), "{err}");
+}
