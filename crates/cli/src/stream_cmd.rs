@@ -287,8 +287,9 @@ fn run(
         gb, summary.tiles, summary.planes, summary.epochs, summary.seconds, gb / busy.max(1e-9), summary.gigabytes_per_second()
     );
     println!(
-        "  tiling {:.2} s, waiting for the sink {:.2} s, sink {:.2} s; tile buffers {:.1} MB, peak memory {:.1} MB",
+        "  tiling {:.2} s, waiting for the sink {:.2} s, sink {:.2} s; tile buffers {:.1} MB (made in {:.2} s, before the first frame), peak memory {:.1} MB",
         summary.scatter_seconds, summary.wait_seconds, summary.sink_seconds, summary.buffer_bytes as f64 / 1e6,
+        summary.setup_seconds,
         peak_rss_bytes().unwrap_or(0) as f64 / 1e6
     );
     match output {

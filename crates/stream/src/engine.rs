@@ -35,6 +35,9 @@ pub struct Summary {
     pub sink_seconds: f64,
     /// Bytes of tile buffers held at the peak (at most two epochs).
     pub buffer_bytes: u64,
+    /// Time spent making and filling the tile buffers, before the first
+    /// append (included in `seconds`).
+    pub setup_seconds: f64,
 }
 
 impl Summary {
@@ -130,6 +133,25 @@ impl<B: AsRef<[u8]> + Send + 'static> Worker<B> {
     }
 }
 
+/// The epoch buffers a stream of `plan` needs, made and filled before the
+/// first append so that no page fault stalls a real-time source: two (one
+/// filled while the sink writes the other), one for a bounded stream of a
+/// single epoch.
+fn epoch_buffers(plan: &StreamPlan, fill: &[u8]) -> Result<Vec<EpochBuffer>, StreamError> {
+    let spec = plan.spec();
+    let epochs = match spec.is_unbounded() {
+        true => 2,
+        false => spec.shape()[0].div_ceil(spec.tile()[0]).min(2),
+    };
+    let bytes = usize::try_from(plan.epoch_buffer_bytes()).map_err(|_| {
+        StreamError::Invalid(format!(
+            "an epoch of {} bytes does not fit this machine's address space",
+            plan.epoch_buffer_bytes()
+        ))
+    })?;
+    (0..epochs).map(|_| EpochBuffer::new(bytes, fill)).collect()
+}
+
 /// A stream of row-major data being cut into tiles.
 ///
 /// `append` takes bytes of any length, split anywhere (even inside an
@@ -140,7 +162,7 @@ pub struct TileStream {
     geometry: Geometry,
     fill: Vec<u8>,
     current: Option<EpochBuffer>,
-    allocated: usize,
+    spare: Vec<EpochBuffer>,
     cursor: usize,
     epoch: u64,
     taken: u64,
@@ -176,6 +198,13 @@ impl TileStream {
             .num_threads(threads)
             .build()
             .map_err(|e| StreamError::Invalid(format!("cannot start {threads} threads: {e}")))?;
+        let started = Instant::now();
+        let spare = pool.install(|| epoch_buffers(&plan, fill))?;
+        let summary = Summary {
+            buffer_bytes: spare.iter().map(|b| b.len() as u64).sum(),
+            setup_seconds: started.elapsed().as_secs_f64(),
+            ..Summary::default()
+        };
         sink.begin(&plan, fill)?;
         let worker = Worker::spawn(plan.clone(), sink);
         Ok(TileStream {
@@ -183,15 +212,15 @@ impl TileStream {
             geometry,
             fill: fill.to_vec(),
             current: None,
-            allocated: 0,
+            spare,
             cursor: 0,
             epoch: 0,
             taken: 0,
             capacity,
             pool,
             worker: Some(worker),
-            started: Instant::now(),
-            summary: Summary::default(),
+            started,
+            summary,
         })
     }
 
@@ -239,7 +268,7 @@ impl TileStream {
     }
 
     /// The buffer of the current epoch: the one being filled, a returned one,
-    /// a new one (at most two exist), or the next the sink gives back.
+    /// a spare one, or the next the sink gives back.
     fn take_buffer(&mut self) -> Result<EpochBuffer, StreamError> {
         if let Some(buf) = self.current.take() {
             return Ok(buf);
@@ -252,11 +281,8 @@ impl TileStream {
             }
             Err(TryRecvError::Empty) => {}
         }
-        if self.allocated < 2 {
-            self.allocated += 1;
-            let bytes = self.plan.epoch_buffer_bytes() as usize;
-            self.summary.buffer_bytes += bytes as u64;
-            return self.pool.install(|| EpochBuffer::new(bytes, &self.fill));
+        if let Some(buf) = self.spare.pop() {
+            return Ok(buf);
         }
         let waited = Instant::now();
         let result = worker

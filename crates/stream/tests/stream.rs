@@ -452,11 +452,33 @@ fn memory_stays_at_two_epochs_whatever_the_length() {
         }
         peaks.push(stream.finish().unwrap().buffer_bytes);
     }
-    // a second epoch buffer exists only while the sink still holds the
-    // first, so a fast sink may need one: the bound, not the count, is fixed
     let epoch = 64 * 64 * 4 * 2;
+    assert_eq!(peaks, [2 * epoch, 2 * epoch]);
+}
+
+#[test]
+fn the_tile_buffers_are_made_before_the_first_append() {
+    let one_epoch = StreamSpec::new(DType::U8, vec![3, 8, 8], vec![4, 4, 4]).unwrap();
+    let two_epochs = StreamSpec::new(DType::U8, vec![5, 8, 8], vec![4, 4, 4]).unwrap();
+    let unbounded = StreamSpec::new(DType::U8, vec![0, 8, 8], vec![4, 4, 4]).unwrap();
+    for (spec, planes, buffers) in [(one_epoch, 3, 1), (two_epochs, 5, 2), (unbounded, 1, 2)] {
+        let mut stream = TileStream::new(spec, &[0], 1, Box::new(NullSink)).unwrap();
+        stream.append(&vec![1u8; planes * 64]).unwrap();
+        let summary = stream.finish().unwrap();
+        assert_eq!(summary.buffer_bytes, buffers * 4 * 8 * 8);
+        assert!(summary.setup_seconds <= summary.seconds);
+    }
+}
+
+#[test]
+fn an_epoch_too_large_for_memory_is_refused_when_the_stream_is_made() {
+    // 2^58 bytes: within the plan's bound, beyond any address space
+    let spec = StreamSpec::new(DType::U8, vec![0, 1 << 24, 1 << 24], vec![1 << 10, 1, 1]).unwrap();
+    let err = TileStream::new(spec, &[0], 1, Box::new(NullSink))
+        .err()
+        .expect("an epoch of 2^58 bytes cannot be allocated");
     assert!(
-        peaks.iter().all(|&p| p == epoch || p == 2 * epoch),
-        "{peaks:?}"
+        err.to_string().contains("cannot allocate an epoch buffer"),
+        "{err}"
     );
 }
