@@ -59,6 +59,8 @@ pub(crate) enum Job<B> {
 
 /// The sink's thread and the channels to it; epochs travel in buffers of
 /// type `B` (host memory of the CPU engine, pinned memory of the GPU's).
+/// After the sink's first failure no later epoch is written and the sink is
+/// not finalised, so a store never claims planes that are not on disk.
 pub(crate) struct Worker<B> {
     pub jobs: Sender<Job<B>>,
     pub returned: Receiver<Result<B, StreamError>>,
@@ -71,6 +73,7 @@ impl<B: AsRef<[u8]> + Send + 'static> Worker<B> {
         let (back, returned) = channel();
         let handle = std::thread::spawn(move || {
             let mut busy = Duration::ZERO;
+            let mut failure: Option<String> = None;
             while let Ok(job) = job_rx.recv() {
                 match job {
                     Job::Epoch {
@@ -79,18 +82,33 @@ impl<B: AsRef<[u8]> + Send + 'static> Worker<B> {
                         buffer,
                     } => {
                         let started = Instant::now();
-                        let result = sink.write_epoch(&Epoch {
-                            index,
-                            planes,
-                            tiles: buffer.as_ref(),
-                            plan: &plan,
-                        });
+                        let result = match &failure {
+                            Some(reason) => Err(StreamError::Sink(format!(
+                                "epoch {index} was not written after an earlier failure: {reason}"
+                            ))),
+                            None => sink.write_epoch(&Epoch {
+                                index,
+                                planes,
+                                tiles: buffer.as_ref(),
+                                plan: &plan,
+                            }),
+                        };
                         busy += started.elapsed();
+                        if let (Err(e), None) = (&result, &failure) {
+                            failure = Some(e.to_string());
+                        }
                         if back.send(result.map(|()| buffer)).is_err() {
                             break;
                         }
                     }
-                    Job::Finish { planes } => return sink.finish(planes).map(|()| busy),
+                    Job::Finish { planes } => {
+                        return match failure {
+                            Some(reason) => Err(StreamError::Sink(format!(
+                                "the output was not finalised after a failed write: {reason}"
+                            ))),
+                            None => sink.finish(planes).map(|()| busy),
+                        }
+                    }
                 }
             }
             Err(StreamError::Sink(

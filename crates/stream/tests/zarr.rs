@@ -182,3 +182,54 @@ fn a_sink_without_writers_is_refused() {
         .expect("zero writers are refused");
     assert!(err.to_string().contains("at least one writer"), "{err}");
 }
+
+/// A store in a directory nobody may create entries in (procfs, refused
+/// even to root): the stream is refused before any data is taken.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_read_only_directory_is_an_error() {
+    let spec = StreamSpec::new(DType::U16, vec![0, 4], vec![1, 2]).unwrap();
+    let sink = ZarrSink::new(ZarrOptions {
+        path: "/proc/self/retile-test.zarr".into(),
+        ..Default::default()
+    });
+    let err = TileStream::new(spec, &[0, 0], 1, Box::new(sink))
+        .err()
+        .expect("a store under /proc/self cannot be created");
+    assert!(
+        err.to_string().contains("/proc/self/retile-test.zarr"),
+        "{err}"
+    );
+}
+
+/// A full disk, simulated: one chunk's file is a link to /dev/full, where
+/// every write fails with "no space left on device". Both ways of writing
+/// report it, and the array's metadata claims only the epochs before it.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_full_disk_is_an_error_and_the_metadata_claims_only_what_was_written() {
+    for (failing_epoch, buffered_io) in [(0, false), (1, false), (1, true)] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("full.zarr");
+        std::fs::create_dir_all(path.join(format!("c/{failing_epoch}"))).unwrap();
+        std::os::unix::fs::symlink("/dev/full", path.join(format!("c/{failing_epoch}/0"))).unwrap();
+        let spec = StreamSpec::new(DType::U16, vec![0, 4], vec![2, 4]).unwrap();
+        let sink = ZarrSink::new(ZarrOptions {
+            path: path.clone(),
+            buffered_io,
+            ..Default::default()
+        });
+        let mut stream = TileStream::new(spec, &[0, 0], 1, Box::new(sink)).unwrap();
+        let appended = (0..6).try_for_each(|_| stream.append(&[1; 8]).map(|_| ()));
+        let err = appended
+            .and_then(|_| stream.finish().map(|_| ()))
+            .expect_err("writing to a full disk fails");
+        assert!(
+            err.to_string().contains(&format!("[{failing_epoch}, 0]")),
+            "{err}"
+        );
+        let meta = std::fs::read_to_string(path.join("zarr.json")).unwrap();
+        let meta: serde_json::Value = serde_json::from_str(&meta).unwrap();
+        assert_eq!(meta["shape"][0], 2 * failing_epoch, "{meta}");
+    }
+}
