@@ -351,10 +351,7 @@ extern "C" __global__ void __launch_bounds__(256) retile_rows(const vec_t* __res
 /// thread as `p` loads and `p` stores of one unit (the in-thread transpose).
 fn in_registers(p: usize, e: usize) -> bool {
     let bits = 8 * (p * e) as i64;
-    bits <= 64
-        && TransposeRequest::square(p as i64, 8 * e as i64, bits)
-            .and_then(|request| request.plan())
-            .is_ok_and(|plan| plan.is_square(p as i64))
+    bits <= 64 && TransposeRequest::square_in_registers(p as i64, 8 * e as i64, bits)
 }
 
 /// The most rows a transpose tile has: 32 units of up to 8 elements.

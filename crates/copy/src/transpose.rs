@@ -194,6 +194,21 @@ impl TransposeRequest {
         Ok(TransposeRequest::new(1, element_bits, max_bits, src, dst))
     }
 
+    /// Whether the planner moves the [`square`](Self::square) block as
+    /// `units` loads and `units` stores of one register each: the question
+    /// every kernel with an in-register transpose asks of its block.
+    ///
+    /// ```
+    /// use retile_copy::TransposeRequest;
+    /// assert!(TransposeRequest::square_in_registers(8, 16, 128));
+    /// assert!(!TransposeRequest::square_in_registers(16, 16, 128));
+    /// ```
+    pub fn square_in_registers(units: i64, element_bits: i64, max_bits: i64) -> bool {
+        Self::square(units, element_bits, max_bits)
+            .and_then(|request| request.plan())
+            .is_ok_and(|plan| plan.is_square(units))
+    }
+
     /// The same request for a named GPU architecture.
     ///
     /// ```

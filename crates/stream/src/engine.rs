@@ -94,8 +94,8 @@ impl<B: AsRef<[u8]> + Send + 'static> Worker<B> {
                             }),
                         };
                         busy += started.elapsed();
-                        if let (Err(e), None) = (&result, &failure) {
-                            failure = Some(e.to_string());
+                        if failure.is_none() {
+                            failure = result.as_ref().err().map(ToString::to_string);
                         }
                         if back.send(result.map(|()| buffer)).is_err() {
                             break;

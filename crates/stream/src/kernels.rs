@@ -111,14 +111,12 @@ impl RegisterTranspose {
     /// [`RegisterTranspose::plan`] for registers of `bits` bits.
     fn plan_in(bits: usize, width: usize) -> Option<RegisterTranspose> {
         let units = bits / 8 / width;
-        let request =
-            retile_copy::TransposeRequest::square(units as i64, 8 * width as i64, bits as i64);
-        request
-            .ok()?
-            .plan()
-            .ok()?
-            .is_square(units as i64)
-            .then_some(RegisterTranspose { width, units })
+        retile_copy::TransposeRequest::square_in_registers(
+            units as i64,
+            8 * width as i64,
+            bits as i64,
+        )
+        .then_some(RegisterTranspose { width, units })
     }
 }
 
@@ -127,8 +125,8 @@ impl RegisterTranspose {
 fn register_bits(width: usize) -> Option<usize> {
     #[cfg(target_arch = "x86_64")]
     if matches!(width, 1 | 2 | 4 | 8) {
-        let wide = std::is_x86_feature_detected!("avx512f")
-            && std::is_x86_feature_detected!("avx512bw");
+        let wide =
+            std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("avx512bw");
         return Some(if wide { 512 } else { 128 });
     }
     let _ = width;
