@@ -54,6 +54,17 @@ impl EpochBuffer {
     }
 }
 
+impl EpochBuffer {
+    /// A buffer of no bytes that owns no allocation.
+    pub fn empty() -> EpochBuffer {
+        EpochBuffer {
+            ptr: NonNull::dangling(),
+            len: 0,
+            layout: Layout::new::<()>(),
+        }
+    }
+}
+
 impl Deref for EpochBuffer {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
@@ -77,8 +88,10 @@ impl AsRef<[u8]> for EpochBuffer {
 
 impl Drop for EpochBuffer {
     fn drop(&mut self) {
-        // SAFETY: allocated in `new` with this layout.
-        unsafe { dealloc(self.ptr.as_ptr(), self.layout) }
+        if self.layout.size() > 0 {
+            // SAFETY: allocated in `new` with this layout (`empty` allocates nothing).
+            unsafe { dealloc(self.ptr.as_ptr(), self.layout) }
+        }
     }
 }
 
@@ -111,6 +124,15 @@ fn fill_uninit(out: &mut [MaybeUninit<u8>], fill: &[u8]) {
                     });
             }
         });
+}
+
+/// Bytes of memory the machine has available for new allocations
+/// (`MemAvailable` of `/proc/meminfo`); `None` where it cannot tell.
+pub(crate) fn available_memory() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    kib.checked_mul(1024)
 }
 
 /// Asks the kernel to back the (untouched) `bytes` at `ptr` with huge

@@ -722,10 +722,11 @@ impl CudaTileStream {
         let worker = self.worker.take().ok_or(StreamError::Finished)?;
         let closed = worker.close(planes);
         shipped?;
-        let (sink_time, returned) = closed?;
+        let (sink_time, stats, returned) = closed?;
         // pinned buffers are freed when the stream is dropped: unpinning is slow
         self.host_free.extend(returned);
         self.summary.sink_seconds = sink_time.as_secs_f64();
+        self.summary.sink = stats;
         self.summary.bytes = self.taken;
         self.summary.planes = planes;
         self.summary.seconds = self.started.elapsed().as_secs_f64();

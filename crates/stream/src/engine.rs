@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use crate::buffer::{filled, EpochBuffer};
 use crate::plan::StreamPlan;
 use crate::scatter::Geometry;
-use crate::sink::{Epoch, Sink};
+use crate::sink::{Epoch, Sink, SinkStats};
 use crate::{StreamError, StreamSpec};
 
 /// Appends at least this large are scattered by all threads.
@@ -38,6 +38,8 @@ pub struct Summary {
     /// Time spent making and filling the tile buffers, before the first
     /// append (included in `seconds`).
     pub setup_seconds: f64,
+    /// What the sink did: bytes stored, compression and write times.
+    pub sink: SinkStats,
 }
 
 impl Summary {
@@ -64,7 +66,7 @@ pub(crate) enum Job<B> {
 pub(crate) struct Worker<B> {
     pub jobs: Sender<Job<B>>,
     pub returned: Receiver<Result<B, StreamError>>,
-    pub handle: JoinHandle<Result<Duration, StreamError>>,
+    pub handle: JoinHandle<Result<(Duration, SinkStats), StreamError>>,
 }
 
 impl<B: AsRef<[u8]> + Send + 'static> Worker<B> {
@@ -106,7 +108,7 @@ impl<B: AsRef<[u8]> + Send + 'static> Worker<B> {
                             Some(reason) => Err(StreamError::Sink(format!(
                                 "the output was not finalised after a failed write: {reason}"
                             ))),
-                            None => sink.finish(planes).map(|()| busy),
+                            None => sink.finish(planes).map(|()| (busy, sink.stats())),
                         }
                     }
                 }
@@ -136,7 +138,7 @@ impl<B: AsRef<[u8]> + Send + 'static> Worker<B> {
     /// Finalises the sink after `planes` planes and returns the time it
     /// spent writing and the buffers it gave back (the caller decides when
     /// to free them); every error the sink met on the way is reported.
-    pub fn close(self, planes: u64) -> Result<(Duration, Vec<B>), StreamError> {
+    pub fn close(self, planes: u64) -> Result<(Duration, SinkStats, Vec<B>), StreamError> {
         let sent = self.jobs.send(Job::Finish { planes });
         let joined = self
             .handle
@@ -147,7 +149,8 @@ impl<B: AsRef<[u8]> + Send + 'static> Worker<B> {
             buffers.push(result?);
         }
         sent.map_err(|_| StreamError::Sink("the sink thread stopped".into()))?;
-        Ok((joined??, buffers))
+        let (busy, stats) = joined??;
+        Ok((busy, stats, buffers))
     }
 }
 
@@ -156,18 +159,38 @@ impl<B: AsRef<[u8]> + Send + 'static> Worker<B> {
 /// filled while the sink writes the other), one for a bounded stream of a
 /// single epoch.
 fn epoch_buffers(plan: &StreamPlan, fill: &[u8]) -> Result<Vec<EpochBuffer>, StreamError> {
-    let spec = plan.spec();
-    let epochs = match spec.is_unbounded() {
-        true => 2,
-        false => spec.shape()[0].div_ceil(spec.tile()[0]).min(2),
-    };
     let bytes = usize::try_from(plan.epoch_buffer_bytes()).map_err(|_| {
         StreamError::Invalid(format!(
             "an epoch of {} bytes does not fit this machine's address space",
             plan.epoch_buffer_bytes()
         ))
     })?;
-    (0..epochs).map(|_| EpochBuffer::new(bytes, fill)).collect()
+    (0..epoch_buffer_count(plan)).map(|_| EpochBuffer::new(bytes, fill)).collect()
+}
+
+/// How many epoch buffers a stream of `plan` holds.
+fn epoch_buffer_count(plan: &StreamPlan) -> u64 {
+    let spec = plan.spec();
+    match spec.is_unbounded() {
+        true => 2,
+        false => spec.shape()[0].div_ceil(spec.tile()[0]).min(2),
+    }
+}
+
+/// Refuses a plan whose epoch buffers need more memory than the machine
+/// has available, before anything is made.
+pub(crate) fn check_memory(plan: &StreamPlan) -> Result<(), StreamError> {
+    let needed = plan
+        .epoch_buffer_bytes()
+        .saturating_mul(epoch_buffer_count(plan));
+    match crate::buffer::available_memory() {
+        Some(available) if needed > available => Err(StreamError::Invalid(format!(
+            "the stream needs {needed} bytes of tile buffers (two epochs of {} tiles of {} bytes) but this machine has {available} bytes available; use a smaller first tile extent or smaller tiles",
+            plan.m(),
+            plan.slot_bytes()
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// A stream of row-major data being cut into tiles.
@@ -216,14 +239,15 @@ impl TileStream {
             .num_threads(threads)
             .build()
             .map_err(|e| StreamError::Invalid(format!("cannot start {threads} threads: {e}")))?;
+        check_memory(&plan)?;
         let started = Instant::now();
+        sink.begin(&plan, fill)?;
         let spare = pool.install(|| epoch_buffers(&plan, fill))?;
         let summary = Summary {
             buffer_bytes: spare.iter().map(|b| b.len() as u64).sum(),
             setup_seconds: started.elapsed().as_secs_f64(),
             ..Summary::default()
         };
-        sink.begin(&plan, fill)?;
         let worker = Worker::spawn(plan.clone(), sink);
         Ok(TileStream {
             plan,
@@ -351,7 +375,9 @@ impl TileStream {
         let worker = self.worker.take().ok_or(StreamError::Finished)?;
         let closed = worker.close(planes);
         shipped?;
-        self.summary.sink_seconds = closed?.0.as_secs_f64();
+        let (busy, stats, _) = closed?;
+        self.summary.sink_seconds = busy.as_secs_f64();
+        self.summary.sink = stats;
         self.summary.bytes = self.taken;
         self.summary.planes = planes;
         self.summary.seconds = self.started.elapsed().as_secs_f64();

@@ -23,13 +23,16 @@
 
 mod backend;
 mod buffer;
+mod codec;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 mod dtype;
 mod engine;
+mod files;
 mod kernels;
 mod plan;
 mod scatter;
+mod shard;
 mod sink;
 mod zarr;
 
@@ -39,8 +42,9 @@ pub use backend::{AnyStream, Backend};
 pub use dtype::DType;
 pub use engine::{Summary, TileStream};
 pub use plan::{StreamPlan, StreamSpec, TileSpan, MAX_LISTED_TILES};
-pub use sink::{Epoch, MemorySink, NullSink, Sink};
-pub use zarr::{Codec, ZarrOptions, ZarrSink};
+pub use codec::{BloscKind, Codec, Shuffle};
+pub use sink::{Epoch, MemorySink, NullSink, Sink, SinkStats};
+pub use zarr::{ZarrOptions, ZarrSink, MAX_WRITERS};
 
 /// Errors of planning and streaming.
 #[derive(Debug, Error)]

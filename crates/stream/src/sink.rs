@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 use crate::plan::StreamPlan;
 use crate::StreamError;
 
+
 /// One complete epoch: the `M` tiles sharing the slowest tile coordinate, in
 /// slot order (lexicographic over the other tile coordinates), each tile
 /// row-major over the tile extents.
@@ -57,6 +58,32 @@ pub trait Sink: Send {
     fn write_epoch(&mut self, epoch: &Epoch<'_>) -> Result<(), StreamError>;
     /// Called once at the end with the number of planes written in all.
     fn finish(&mut self, planes: u64) -> Result<(), StreamError>;
+    /// What the sink did so far (nothing, unless it says).
+    fn stats(&self) -> SinkStats {
+        SinkStats::default()
+    }
+}
+
+/// What a sink did, for the stream's summary.
+///
+/// ```
+/// let stats = retile_stream::SinkStats::default();
+/// assert_eq!(stats.stored_bytes, 0);
+/// ```
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SinkStats {
+    /// Bytes of chunk and shard files stored (metadata not counted).
+    pub stored_bytes: u64,
+    /// Chunk or shard files written.
+    pub files: u64,
+    /// Chunks of nothing but the fill value, left out (a reader sees the fill value).
+    pub omitted_chunks: u64,
+    /// Time spent compressing, added up over the writer threads.
+    pub encode_seconds: f64,
+    /// Time spent writing files, added up over the writer threads.
+    pub write_seconds: f64,
+    /// Writer threads.
+    pub threads: usize,
 }
 
 /// A sink that keeps nothing: for measuring the tiler alone.

@@ -1,58 +1,40 @@
-//! The Zarr v3 sink: one chunk per tile (or one shard per block of tiles),
-//! written through the `zarrs` crate to a directory store.
+//! The Zarr v3 sink: every tile is one chunk, encoded straight from the
+//! epoch buffer on the writer threads and written as its own file or as an
+//! inner chunk of a `sharding_indexed` shard. `zarrs` makes the metadata and
+//! the codecs; the chunk and shard files are written by [`crate::files`].
 
-use std::borrow::Cow;
 use std::path::{Path, PathBuf};
-use std::str::FromStr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 use rayon::prelude::*;
-use zarrs::array::{Array, ArrayBuilder, ArrayBytes, FillValue};
-use zarrs::filesystem::{FilesystemStore, FilesystemStoreOptions};
+use zarrs::array::{Array, ArrayBuilder, FillValue};
+use zarrs::filesystem::FilesystemStore;
 
+use crate::codec::{Codec, Encoder};
+use crate::files::{direct_io_works, replace_atomically, Appended, Appender};
 use crate::plan::StreamPlan;
-use crate::sink::{Epoch, Sink};
+use crate::shard::{index_bytes, ShardGrid, MISSING};
+use crate::sink::{Epoch, Sink, SinkStats};
 use crate::StreamError;
 
-/// How chunks are compressed.
-///
-/// ```
-/// use retile_stream::Codec;
-/// assert_eq!("zstd:3".parse::<Codec>().unwrap(), Codec::Zstd(3));
-/// assert_eq!("none".parse::<Codec>().unwrap(), Codec::None);
-/// assert!("lz4".parse::<Codec>().is_err());
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Codec {
-    /// Raw little-endian bytes.
-    #[default]
-    None,
-    /// zstd at the given level.
-    Zstd(i32),
-}
-
-impl FromStr for Codec {
-    type Err = StreamError;
-
-    fn from_str(text: &str) -> Result<Self, StreamError> {
-        let bad = || {
-            StreamError::Invalid(format!(
-                "unknown codec '{text}'; use none, zstd or zstd:LEVEL (1 to 22)"
-            ))
-        };
-        match text.split_once(':') {
-            None if text == "none" => Ok(Codec::None),
-            None if text == "zstd" => Ok(Codec::Zstd(3)),
-            Some(("zstd", level)) => match level.parse() {
-                Ok(l) if (1..=22).contains(&l) => Ok(Codec::Zstd(l)),
-                _ => Err(bad()),
-            },
-            _ => Err(bad()),
-        }
-    }
-}
+/// Most writer threads a sink starts.
+pub const MAX_WRITERS: usize = 256;
 
 /// Where and how the Zarr array is written.
+///
+/// ```
+/// use retile_stream::{Codec, ZarrOptions};
+/// let options = ZarrOptions {
+///     path: "out.zarr".into(),
+///     codec: "blosc-zstd:1".parse::<Codec>()?,
+///     shard: Some(vec![1, 4, 4]),
+///     ..Default::default()
+/// };
+/// assert_eq!(options.codec.to_string(), "blosc-zstd:1");
+/// # Ok::<(), retile_stream::StreamError>(())
+/// ```
 #[derive(Debug, Clone, Default)]
 pub struct ZarrOptions {
     /// The directory of the store (created if missing).
@@ -60,6 +42,8 @@ pub struct ZarrOptions {
     /// Compression of each chunk.
     pub codec: Codec,
     /// Tiles per shard per dimension (slowest first); `None` = no sharding.
+    /// A shard deeper than one epoch along the first dimension is appended
+    /// to as its epochs land.
     pub shard: Option<Vec<u64>>,
     /// Names of the dimensions, slowest first.
     pub dimension_names: Option<Vec<String>>,
@@ -68,20 +52,57 @@ pub struct ZarrOptions {
     /// it: the page cache's fresh pages cost more than the disk's
     /// bandwidth on many machines, and a recording is not read back soon.
     pub buffered_io: bool,
-    /// How many chunks are written at once; `None` = 16. A chunk's write
-    /// waits on the disk, so more writers than cores keep the disk busy.
+    /// How many files are encoded and written at once (1 to
+    /// [`MAX_WRITERS`]); `None` = 16. A write waits on the disk, so more
+    /// writers than cores keep the disk busy.
     pub writers: Option<usize>,
+    /// Replace a Zarr store already at `path` (deleting it first). Without
+    /// it, a path that exists and is not an empty directory is refused.
+    pub overwrite: bool,
 }
 
-/// Writes epochs as Zarr v3 chunks; the array's shape grows as planes land,
-/// so the metadata never claims data that is not on disk.
+/// Writes epochs as Zarr v3 chunks or shards; the array's shape grows as
+/// rows of files are completed, so the metadata never claims data that is
+/// not on disk, and it is replaced atomically each time.
 pub struct ZarrSink {
     options: ZarrOptions,
-    array: Option<Array<FilesystemStore>>,
-    fill: Vec<u8>,
-    plan: Option<StreamPlan>,
-    pending: Vec<(u64, Vec<u8>)>,
-    writers: Option<rayon::ThreadPool>,
+    store: Option<Store>,
+}
+
+/// An open store: its metadata, codec, file grid and the files of the row
+/// being written.
+struct Store {
+    array: Array<FilesystemStore>,
+    encoder: Encoder,
+    grid: ShardGrid,
+    row: Option<(u64, Vec<ShardFile>)>,
+    writers: rayon::ThreadPool,
+    writer_count: usize,
+    direct: bool,
+    fill_pattern: Vec<u8>,
+    counters: Counters,
+}
+
+/// One open shard: its bytes so far and its index.
+struct ShardFile {
+    appended: Appended,
+    index: Vec<[u64; 2]>,
+}
+
+/// What the writer threads did, added up across them.
+#[derive(Default)]
+struct Counters {
+    stored_bytes: AtomicU64,
+    files: AtomicU64,
+    omitted: AtomicU64,
+    encode_nanos: AtomicU64,
+    write_nanos: AtomicU64,
+}
+
+impl Counters {
+    fn add_time(counter: &AtomicU64, since: Instant) {
+        counter.fetch_add(since.elapsed().as_nanos() as u64, Ordering::Relaxed);
+    }
 }
 
 impl ZarrSink {
@@ -94,303 +115,350 @@ impl ZarrSink {
     pub fn new(options: ZarrOptions) -> ZarrSink {
         ZarrSink {
             options,
-            array: None,
-            fill: Vec::new(),
-            plan: None,
-            pending: Vec::new(),
-            writers: None,
+            store: None,
         }
     }
 
-    fn fail(&self, doing: &str, e: impl std::fmt::Display) -> StreamError {
-        StreamError::Sink(format!("{doing} in {}: {e}", self.options.path.display()))
+    fn fail(path: &Path, doing: &str, e: impl std::fmt::Display) -> StreamError {
+        StreamError::Sink(format!("{doing} in {}: {e}", path.display()))
     }
 
-    fn array(&self) -> Result<&Array<FilesystemStore>, StreamError> {
-        self.array
-            .as_ref()
-            .ok_or_else(|| StreamError::Sink("the Zarr array was not created".into()))
+    fn store(&mut self) -> Result<&mut Store, StreamError> {
+        self.store
+            .as_mut()
+            .ok_or_else(|| StreamError::Sink("the Zarr sink was not begun".into()))
     }
 
-    /// Sets the array's first extent to the planes written and stores the metadata.
-    fn grow(&mut self, planes: u64) -> Result<(), StreamError> {
-        let mut array = self
-            .array
-            .take()
-            .ok_or_else(|| StreamError::Sink("the Zarr array was not created".into()))?;
-        let mut shape = array.shape().to_vec();
-        shape[0] = planes;
-        let result = array
-            .set_shape(shape)
-            .map(|_| ())
-            .map_err(|e| self.fail("resizing the array", e));
-        let stored = array
-            .store_metadata()
-            .map_err(|e| self.fail("writing the array metadata", e));
-        self.array = Some(array);
-        result.and(stored)
-    }
-
-    /// Runs `writes` on the sink's writer threads.
-    fn on_writers<R: Send>(&self, writes: impl FnOnce() -> R + Send) -> Result<R, StreamError> {
-        let pool = self
-            .writers
-            .as_ref()
-            .ok_or_else(|| StreamError::Sink("the Zarr sink was not begun".into()))?;
-        Ok(pool.install(writes))
-    }
-
-    fn write_tiles(&self, epoch: &Epoch<'_>) -> Result<(), StreamError> {
-        let array = self.array()?;
-        self.on_writers(|| {
-            (0..epoch.plan.m() as usize)
-                .into_par_iter()
-                .try_for_each(|slot| {
-                    let coords = epoch.tile_coords(slot);
-                    let bytes = ArrayBytes::new_flen(Cow::Borrowed(epoch.tile(slot)));
-                    array
-                        .store_chunk(&coords, bytes)
-                        .map_err(|e| self.fail(&format!("writing chunk {coords:?}"), e))
-                })
-        })?
-    }
-
-    /// Writes the pending epochs as one row of shards.
-    fn write_shards(&mut self, plan: &StreamPlan, shard: &[u64]) -> Result<(), StreamError> {
-        let Some(&(first_epoch, _)) = self.pending.first() else {
-            return Ok(());
-        };
-        let layout = ShardLayout::new(plan, shard);
-        let array = self.array()?;
-        let grid: Vec<u64> = plan.tile_counts()[1..]
-            .iter()
-            .zip(&shard[1..])
-            .map(|(&t, &k)| t.div_ceil(k))
-            .collect();
-        let shards: u64 = grid.iter().product();
-        self.on_writers(|| {
-            (0..shards).into_par_iter().try_for_each(|s| {
-                let mut coords = vec![first_epoch / shard[0]; grid.len() + 1];
-                let mut rest = s;
-                for (d, &g) in grid.iter().enumerate().rev() {
-                    coords[d + 1] = rest % g;
-                    rest /= g;
-                }
-                let bytes = layout.assemble(&coords, &self.pending, &self.fill);
-                array
-                    .store_chunk(&coords, ArrayBytes::new_flen(Cow::Owned(bytes)))
-                    .map_err(|e| self.fail(&format!("writing shard {coords:?}"), e))
-            })
-        })??;
-        self.pending.clear();
-        Ok(())
-    }
-}
-
-/// Whether `dir`'s file system takes direct I/O: a page written to a probe
-/// file opened with `O_DIRECT` (some file systems refuse the flag, others
-/// the write).
-#[cfg(target_os = "linux")]
-fn direct_io_works(dir: &Path) -> bool {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    const PAGE: usize = 4096;
-    let probe = dir.join(".retile-direct-io-probe");
-    let buffer = vec![0u8; 2 * PAGE];
-    let start = buffer.as_ptr().align_offset(PAGE);
-    let works = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .custom_flags(libc::O_DIRECT)
-        .open(&probe)
-        .and_then(|mut file| file.write_all(&buffer[start..start + PAGE]))
-        .is_ok();
-    let _ = std::fs::remove_file(&probe);
-    works
-}
-
-/// Direct I/O is used on Linux only.
-#[cfg(not(target_os = "linux"))]
-fn direct_io_works(_: &Path) -> bool {
-    false
-}
-
-/// How the tiles of a block of epochs make up one dense shard.
-struct ShardLayout {
-    esize: usize,
-    tile_bytes: usize,
-    slot_bytes: usize,
-    tile: Vec<usize>,
-    counts: Vec<usize>,
-    shard: Vec<usize>,
-}
-
-impl ShardLayout {
-    fn new(plan: &StreamPlan, shard: &[u64]) -> ShardLayout {
-        ShardLayout {
-            esize: plan.spec().dtype().size(),
-            tile_bytes: plan.tile_bytes() as usize,
-            slot_bytes: plan.slot_bytes() as usize,
-            tile: plan.spec().tile().iter().map(|&v| v as usize).collect(),
-            counts: plan.tile_counts().iter().map(|&v| v as usize).collect(),
-            shard: shard.iter().map(|&v| v as usize).collect(),
-        }
-    }
-
-    /// The dense C-order bytes of the shard at `coords`.
-    fn assemble(&self, coords: &[u64], pending: &[(u64, Vec<u8>)], fill: &[u8]) -> Vec<u8> {
-        let rank = self.tile.len();
-        let extent: Vec<usize> = self
-            .tile
-            .iter()
-            .zip(&self.shard)
-            .map(|(n, k)| n * k)
-            .collect();
-        let total: usize = extent.iter().product::<usize>() * self.esize;
-        let mut out = crate::buffer::filled(total, fill);
-        let row = self.tile[rank - 1] * self.esize;
-        let per_epoch: usize = self.shard[1..].iter().product();
-        for (e, (_, tiles)) in pending.iter().enumerate() {
-            for local in 0..per_epoch {
-                let mut rest = local;
-                let mut tile_coord = vec![0usize; rank];
-                let mut slot = 0;
-                let mut inside = true;
-                for d in (1..rank).rev() {
-                    let l = rest % self.shard[d];
-                    rest /= self.shard[d];
-                    tile_coord[d] = l;
-                    let global = coords[d] as usize * self.shard[d] + l;
-                    inside &= global < self.counts[d];
-                }
-                if !inside {
-                    continue;
-                }
-                let mut weight = 1;
-                for d in (1..rank).rev() {
-                    slot += (coords[d] as usize * self.shard[d] + tile_coord[d]) * weight;
-                    weight *= self.counts[d];
-                }
-                tile_coord[0] = e;
-                let tile = &tiles[slot * self.slot_bytes..][..self.tile_bytes];
-                for (r, chunk) in tile.chunks_exact(row).enumerate() {
-                    let mut offset = 0;
-                    let mut rest = r;
-                    let mut inner = vec![0usize; rank];
-                    for d in (0..rank - 1).rev() {
-                        inner[d] = rest % self.tile[d];
-                        rest /= self.tile[d];
-                    }
-                    for d in 0..rank {
-                        offset = offset * extent[d] + tile_coord[d] * self.tile[d] + inner[d];
-                    }
-                    let at = offset * self.esize;
-                    out[at..at + row].copy_from_slice(chunk);
-                }
-            }
-        }
-        out
-    }
-}
-
-impl Sink for ZarrSink {
-    fn begin(&mut self, plan: &StreamPlan, fill: &[u8]) -> Result<(), StreamError> {
-        let spec = plan.spec();
-        if let Some(shard) = &self.options.shard {
-            if shard.len() != spec.tile().len() || shard.contains(&0) {
-                return Err(StreamError::Invalid(format!(
-                    "--shard needs {} positive tile counts (one per dimension), got {shard:?}",
-                    spec.tile().len()
-                )));
-            }
-        }
+    /// Checks every option against the plan before anything is created.
+    fn check(&self, plan: &StreamPlan) -> Result<(ShardGrid, usize), StreamError> {
+        let rank = plan.spec().shape().len();
         if let Some(names) = &self.options.dimension_names {
-            if names.len() != spec.shape().len() {
+            if names.len() != rank {
                 return Err(StreamError::Invalid(format!(
-                    "{} dimension names for {} dimensions",
-                    names.len(),
-                    spec.shape().len()
+                    "{} dimension names for {rank} dimensions",
+                    names.len()
                 )));
             }
         }
-        std::fs::create_dir_all(&self.options.path)
-            .map_err(|e| self.fail("creating the store directory", e))?;
-        let writers = match self.options.writers {
-            Some(0) => {
-                return Err(StreamError::Invalid(
-                    "the Zarr sink needs at least one writer (--writers 1 or more)".into(),
-                ))
+        let writers = self.options.writers.unwrap_or(16);
+        if !(1..=MAX_WRITERS).contains(&writers) {
+            return Err(StreamError::Invalid(format!(
+                "a Zarr sink needs 1 to {MAX_WRITERS} writer threads, not {writers}"
+            )));
+        }
+        Ok((
+            ShardGrid::new(plan, self.options.shard.as_deref())?,
+            writers,
+        ))
+    }
+
+    /// Makes the store's directory: new, or emptied where `overwrite` allows.
+    fn prepare_directory(&self) -> Result<(), StreamError> {
+        let path = &self.options.path;
+        let fail = |doing: &str, e: std::io::Error| Self::fail(path, doing, e);
+        if path.exists() {
+            let mut entries = std::fs::read_dir(path)
+                .map_err(|e| fail("reading the existing output directory", e))?;
+            if entries.next().is_some() {
+                if !self.options.overwrite {
+                    return Err(StreamError::Invalid(format!(
+                        "{} already exists and is not empty; choose a new path, or ask to overwrite it (the old store is deleted)",
+                        path.display()
+                    )));
+                }
+                if !path.join("zarr.json").is_file() {
+                    return Err(StreamError::Invalid(format!(
+                        "{} is not a Zarr store (it has no zarr.json); refusing to delete it",
+                        path.display()
+                    )));
+                }
+                std::fs::remove_dir_all(path)
+                    .map_err(|e| fail("deleting the old store", e))?;
             }
-            w => w.unwrap_or(16),
-        };
-        self.writers = Some(
-            rayon::ThreadPoolBuilder::new()
-                .num_threads(writers)
-                .thread_name(|i| format!("retile-zarr-writer-{i}"))
-                .build()
-                .map_err(|e| self.fail("starting the writer threads", e))?,
-        );
-        let mut store_options = FilesystemStoreOptions::default();
-        store_options.direct_io(!self.options.buffered_io && direct_io_works(&self.options.path));
-        let store = Arc::new(
-            FilesystemStore::new_with_options(&self.options.path, store_options)
-                .map_err(|e| self.fail("opening the store", e))?,
-        );
+        }
+        std::fs::create_dir_all(path).map_err(|e| fail("creating the store directory", e))
+    }
+
+    /// The array's metadata (shape 0 along the first dimension).
+    fn build_array(
+        &self,
+        plan: &StreamPlan,
+        fill: &[u8],
+        grid: &ShardGrid,
+        encoder: &Encoder,
+    ) -> Result<Array<FilesystemStore>, StreamError> {
+        let path = &self.options.path;
+        let spec = plan.spec();
         let mut shape = spec.shape().to_vec();
         shape[0] = 0;
-        let chunk: Vec<u64> = match &self.options.shard {
-            Some(k) => spec.tile().iter().zip(k).map(|(n, k)| n * k).collect(),
-            None => spec.tile().to_vec(),
-        };
+        let chunk: Vec<u64> = spec.tile().iter().zip(grid.shape()).map(|(n, k)| n * k).collect();
         let mut builder = ArrayBuilder::new(
             shape,
             chunk,
             spec.dtype().zarr_name(),
             FillValue::new(fill.to_vec()),
         );
-        if let Codec::Zstd(level) = self.options.codec {
-            builder.bytes_to_bytes_codecs(vec![Arc::new(zarrs::array::codec::ZstdCodec::new(
-                level, false,
-            ))]);
-        }
-        if self.options.shard.is_some() {
+        builder.bytes_to_bytes_codecs(encoder.codecs().to_vec());
+        if grid.sharded() {
             builder.subchunk_shape(spec.tile().to_vec());
         }
         if let Some(names) = &self.options.dimension_names {
             builder.dimension_names(Some(names.clone()));
         }
-        let array = builder
+        let store = Arc::new(
+            FilesystemStore::new(path).map_err(|e| Self::fail(path, "opening the store", e))?,
+        );
+        builder
             .build(store, "/")
-            .map_err(|e| self.fail("creating the array", e))?;
-        array
-            .store_metadata()
-            .map_err(|e| self.fail("writing the array metadata", e))?;
-        self.array = Some(array);
-        self.fill = fill.to_vec();
-        self.plan = Some(plan.clone());
+            .map_err(|e| Self::fail(path, "creating the array", e))
+    }
+}
+
+impl Store {
+    /// Sets the array's first extent to `planes` and replaces `zarr.json`.
+    fn claim(&mut self, root: &Path, planes: u64) -> Result<(), StreamError> {
+        let mut shape = self.array.shape().to_vec();
+        shape[0] = planes;
+        self.array
+            .set_shape(shape)
+            .map_err(|e| ZarrSink::fail(root, "resizing the array", e))?;
+        let json = serde_json::to_vec_pretty(self.array.metadata())
+            .map_err(|e| ZarrSink::fail(root, "writing the array metadata", e))?;
+        replace_atomically(&root.join("zarr.json"), &json)
+            .map_err(|e| ZarrSink::fail(root, "writing the array metadata", e))
+    }
+
+    /// Whether `tile` holds nothing but the fill value.
+    fn is_fill(&self, tile: &[u8]) -> bool {
+        let pattern = &self.fill_pattern;
+        tile.chunks(pattern.len()).all(|part| part == &pattern[..part.len()])
+    }
+
+    /// The stored bytes of `tile`, or `None` for a chunk of fill alone.
+    fn encode<'t>(&self, tile: &'t [u8]) -> Result<Option<std::borrow::Cow<'t, [u8]>>, StreamError> {
+        if self.is_fill(tile) {
+            self.counters.omitted.fetch_add(1, Ordering::Relaxed);
+            return Ok(None);
+        }
+        let started = Instant::now();
+        let bytes = self.encoder.encode(tile)?;
+        Counters::add_time(&self.counters.encode_nanos, started);
+        Ok(Some(bytes))
+    }
+
+    /// Writes one tile as its own chunk file (none for a chunk of fill alone).
+    fn write_chunk(&self, root: &Path, key: &str, tile: &[u8]) -> Result<(), StreamError> {
+        let Some(bytes) = self.encode(tile)? else {
+            return Ok(());
+        };
+        let path = root.join(key);
+        let io = |e| ZarrSink::fail(root, &format!("writing chunk {key}"), e);
+        let started = Instant::now();
+        let mut appended = Appended::default();
+        let mut file = Appender::open(&path, self.direct, &mut appended).map_err(io)?;
+        file.push(&bytes).map_err(io)?;
+        file.close().map_err(io)?;
+        Counters::add_time(&self.counters.write_nanos, started);
+        self.count_file(bytes.len() as u64);
+        Ok(())
+    }
+
+    fn count_file(&self, bytes: u64) {
+        self.counters.stored_bytes.fetch_add(bytes, Ordering::Relaxed);
+        self.counters.files.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// One shard's part of an epoch: its tiles encoded (a few at once, so that
+/// a row of few shards still keeps every writer busy) and appended, then
+/// the shard paused or, with `close`, ended with its index.
+struct ShardWrite<'a> {
+    store: &'a Store,
+    root: &'a Path,
+    key: String,
+    epoch: &'a Epoch<'a>,
+    depth_pos: u64,
+    close: bool,
+    window: usize,
+}
+
+impl ShardWrite<'_> {
+    fn run(&self, file: usize, shard: &mut ShardFile) -> Result<(), StreamError> {
+        let io = |e| ZarrSink::fail(self.root, &format!("writing shard {}", self.key), e);
+        let members = self.store.grid.members(file, self.depth_pos);
+        let mut out = Appender::open(&self.root.join(&self.key), self.store.direct, &mut shard.appended)
+            .map_err(io)?;
+        for batch in members.chunks(self.window) {
+            let encoded: Vec<_> = batch
+                .par_iter()
+                .map(|m| self.store.encode(self.epoch.tile(m.slot)))
+                .collect::<Result<_, _>>()?;
+            let started = Instant::now();
+            for (member, bytes) in batch.iter().zip(encoded) {
+                shard.index[member.inner] = match bytes {
+                    None => MISSING,
+                    Some(bytes) => {
+                        let entry = [out.offset(), bytes.len() as u64];
+                        out.push(&bytes).map_err(io)?;
+                        entry
+                    }
+                };
+            }
+            Counters::add_time(&self.store.counters.write_nanos, started);
+        }
+        finish_shard(self.store, out, &shard.index, self.close).map_err(io)
+    }
+}
+
+/// Pauses a shard, or closes it with its index.
+fn finish_shard(store: &Store, mut out: Appender<'_>, index: &[[u64; 2]], close: bool) -> std::io::Result<()> {
+    let started = Instant::now();
+    let result = if close {
+        out.push(&index_bytes(index))?;
+        let len = out.offset();
+        out.close().map(|()| store.count_file(len))
+    } else {
+        out.pause()
+    };
+    Counters::add_time(&store.counters.write_nanos, started);
+    result
+}
+
+impl Sink for ZarrSink {
+    fn begin(&mut self, plan: &StreamPlan, fill: &[u8]) -> Result<(), StreamError> {
+        let (grid, writer_count) = self.check(plan)?;
+        let encoder = Encoder::new(self.options.codec, plan.spec().dtype().size())?;
+        self.prepare_directory()?;
+        let path = self.options.path.clone();
+        let writers = rayon::ThreadPoolBuilder::new()
+            .num_threads(writer_count)
+            .thread_name(|i| format!("retile-zarr-writer-{i}"))
+            .build()
+            .map_err(|e| Self::fail(&path, "starting the writer threads", e))?;
+        let direct = !self.options.buffered_io && direct_io_works(&path);
+        let array = self.build_array(plan, fill, &grid, &encoder)?;
+        let mut store = Store {
+            array,
+            encoder,
+            grid,
+            row: None,
+            writers,
+            writer_count,
+            direct,
+            fill_pattern: fill.repeat(64 / fill.len().max(1)),
+            counters: Counters::default(),
+        };
+        store.claim(&path, 0)?;
+        self.store = Some(store);
         Ok(())
     }
 
     fn write_epoch(&mut self, epoch: &Epoch<'_>) -> Result<(), StreamError> {
+        let root = self.options.path.clone();
+        let store = self.store()?;
+        let depth = store.grid.depth();
+        let (row, depth_pos) = (epoch.index / depth, epoch.index % depth);
         let planes = epoch.index * epoch.plan.spec().tile()[0] + epoch.planes;
-        match self.options.shard.clone() {
-            None => self.write_tiles(epoch)?,
-            Some(shard) => {
-                self.pending.push((epoch.index, epoch.tiles.to_vec()));
-                if (self.pending.len() as u64) < shard[0] {
-                    return Ok(());
-                }
-                self.write_shards(epoch.plan, &shard)?;
-            }
+        let last_epoch = !epoch.plan.spec().is_unbounded()
+            && planes >= epoch.plan.spec().shape()[0];
+        let close = depth_pos + 1 == depth || last_epoch;
+        if store.grid.sharded() {
+            write_shards(store, &root, epoch, row, depth_pos, close)?;
+        } else {
+            write_chunks(store, &root, epoch)?;
         }
-        self.grow(planes)
+        if close {
+            store.claim(&root, planes)?;
+        }
+        Ok(())
     }
 
     fn finish(&mut self, planes: u64) -> Result<(), StreamError> {
-        if let (Some(shard), Some(plan)) = (self.options.shard.clone(), self.plan.clone()) {
-            self.write_shards(&plan, &shard)?;
+        let root = self.options.path.clone();
+        let store = self.store()?;
+        if let Some((row, mut files)) = store.row.take() {
+            let store = &*store;
+            store.writers.install(|| {
+                files.par_iter_mut().enumerate().try_for_each(|(f, shard)| {
+                    let key = store.grid.key(row, f);
+                    let io = |e| ZarrSink::fail(&root, &format!("writing shard {key}"), e);
+                    let out = Appender::open(&root.join(&key), store.direct, &mut shard.appended)
+                        .map_err(io)?;
+                    finish_shard(store, out, &shard.index, true).map_err(io)
+                })
+            })?;
         }
-        self.grow(planes)
+        store.claim(&root, planes)
     }
+
+    fn stats(&self) -> SinkStats {
+        let Some(store) = &self.store else {
+            return SinkStats::default();
+        };
+        let c = &store.counters;
+        let seconds = |n: &AtomicU64| n.load(Ordering::Relaxed) as f64 / 1e9;
+        SinkStats {
+            stored_bytes: c.stored_bytes.load(Ordering::Relaxed),
+            files: c.files.load(Ordering::Relaxed),
+            omitted_chunks: c.omitted.load(Ordering::Relaxed),
+            encode_seconds: seconds(&c.encode_nanos),
+            write_seconds: seconds(&c.write_nanos),
+            threads: store.writer_count,
+        }
+    }
+}
+
+/// Writes every tile of `epoch` as its own chunk file.
+fn write_chunks(store: &Store, root: &Path, epoch: &Epoch<'_>) -> Result<(), StreamError> {
+    store.writers.install(|| {
+        (0..store.grid.files_per_row())
+            .into_par_iter()
+            .try_for_each(|file| {
+                let member = store.grid.members(file, 0);
+                member.iter().try_for_each(|m| {
+                    store.write_chunk(root, &store.grid.key(epoch.index, file), epoch.tile(m.slot))
+                })
+            })
+    })
+}
+
+/// Appends the tiles of `epoch` to the shards of `row`, opening the row's
+/// shards at its first epoch and closing them with `close`.
+fn write_shards(
+    store: &mut Store,
+    root: &Path,
+    epoch: &Epoch<'_>,
+    row: u64,
+    depth_pos: u64,
+    close: bool,
+) -> Result<(), StreamError> {
+    let mut files = match store.row.take() {
+        Some((open, files)) if open == row => files,
+        _ => (0..store.grid.files_per_row())
+            .map(|_| ShardFile {
+                appended: Appended::default(),
+                index: vec![MISSING; store.grid.chunks_per_file()],
+            })
+            .collect(),
+    };
+    let store_ref = &*store;
+    let window = store_ref.writer_count.div_ceil(files.len().max(1)).max(1);
+    let result = store_ref.writers.install(|| {
+        files.par_iter_mut().enumerate().try_for_each(|(f, shard)| {
+            ShardWrite {
+                store: store_ref,
+                root,
+                key: store_ref.grid.key(row, f),
+                epoch,
+                depth_pos,
+                close,
+                window,
+            }
+            .run(f, shard)
+        })
+    });
+    if !close {
+        store.row = Some((row, files));
+    }
+    result
 }
