@@ -1,15 +1,17 @@
 //! `retile plan stream` and `retile stream`: the streaming tiler on the
 //! command line.
 
-use std::io::Read;
+use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use retile_stream::{
-    AnyStream, Backend, Codec, DType, NullSink, Sink, StreamPlan, StreamSpec, ZarrOptions, ZarrSink,
+    AnyStream, Backend, Codec, DType, NullSink, Shuffle, Sink, StreamPlan, StreamSpec, Summary,
+    ZarrOptions, ZarrSink,
 };
 
 /// Bytes read from the input per append.
@@ -24,7 +26,9 @@ pub struct ShapeArgs {
     /// Tile extents, slowest first (e.g. 64,256,256).
     #[arg(long, value_parser = parse_list)]
     tile: Dims,
-    /// Element type: u8 u16 u32 u64 i8 i16 i32 i64 f16 bf16 f32 f64.
+    /// Element type: u8 u16 u32 u64 i8 i16 i32 i64 f16 bf16 f32 f64
+    /// (bf16 is stored as Zarr's `bfloat16`, which zarr-python cannot open
+    /// yet; u16 stores the same bits as a type every reader opens).
     #[arg(long, default_value = "u16")]
     dtype: String,
 }
@@ -54,20 +58,28 @@ pub struct StreamArgs {
     /// Zarr v3 directory to write; without it the tiler is only measured.
     #[arg(long)]
     output: Option<PathBuf>,
-    /// Tiles per shard per dimension, slowest first (e.g. 1,4,4).
+    /// Replace the Zarr store at --output if there is one (it is deleted first).
+    #[arg(long)]
+    overwrite: bool,
+    /// Tiles per shard per dimension, slowest first (e.g. 1,4,4); a first
+    /// count above 1 makes shards span several epochs.
     #[arg(long, value_parser = parse_list)]
     shard: Option<Dims>,
-    /// Chunk codec: none, zstd or zstd:LEVEL.
+    /// Chunk codec: none, zstd[:1-22], gzip[:0-9], blosc-lz4[:0-9],
+    /// blosc-lz4hc[:0-9], blosc-zstd[:0-9] or blosc-zlib[:0-9].
     #[arg(long, default_value = "none")]
     codec: String,
-    /// Value of padding in edge tiles.
-    #[arg(long, default_value_t = 0.0)]
-    fill: f64,
+    /// Shuffle of the blosc codecs: none, byte (the default) or bit.
+    #[arg(long)]
+    shuffle: Option<String>,
+    /// Value of padding in edge tiles, in the element type (e.g. 0, -1, 1.5, nan).
+    #[arg(long, default_value = "0", allow_hyphen_values = true)]
+    fill: String,
     /// Write chunks through the page cache instead of with direct I/O
     /// (direct I/O is used wherever the output's file system takes it).
     #[arg(long)]
     buffered_io: bool,
-    /// Chunks written at once (default 16).
+    /// Files encoded and written at once (1 to 256; default 16).
     #[arg(long)]
     writers: Option<usize>,
     /// Dimension names, slowest first (e.g. t,y,x).
@@ -109,14 +121,11 @@ impl ShapeArgs {
 /// `retile plan stream`.
 pub fn plan(args: &PlanArgs) -> Result<ExitCode, String> {
     let plan = StreamPlan::new(&args.shape.spec()?).map_err(|e| e.to_string())?;
-    if args.json {
-        println!(
-            "{}",
-            serde_json::to_string(&plan.to_json()).map_err(|e| e.to_string())?
-        );
-    } else {
-        print!("{plan}");
-    }
+    let text = match args.json {
+        true => serde_json::to_string(&plan.to_json()).map_err(|e| e.to_string())? + "\n",
+        false => plan.to_string(),
+    };
+    say(format_args!("{text}"))?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -140,7 +149,11 @@ impl Source {
                     match r.read(&mut buf[filled..]) {
                         Ok(0) => break,
                         Ok(n) => filled += n,
-                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {
+                            if interrupted() {
+                                break;
+                            }
+                        }
                         Err(e) => return Err(format!("cannot read the input: {e}")),
                     }
                 }
@@ -185,57 +198,133 @@ fn peak_rss_bytes() -> Option<u64> {
         .map(|kb| kb * 1024)
 }
 
+/// Writes `text` to stdout; a closed or full stdout is an error, not a panic.
+fn say(text: std::fmt::Arguments<'_>) -> Result<(), String> {
+    let mut out = std::io::stdout().lock();
+    out.write_fmt(text)
+        .and_then(|()| out.flush())
+        .map_err(|e| format!("cannot write to stdout: {e}"))
+}
+
+/// Set by SIGINT or SIGTERM: stop reading, write what was taken, close the store.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::Relaxed)
+}
+
+extern "C" fn on_interrupt(_: libc::c_int) {
+    INTERRUPTED.store(true, Ordering::Relaxed);
+}
+
+/// Lets SIGINT and SIGTERM end the stream cleanly: the first one stops the
+/// input (a blocked read returns), the epochs taken are written and the
+/// store is closed; a second one acts as usual.
+fn finish_cleanly_on_interrupt() {
+    // SAFETY: the handler only stores to an atomic, which is async-signal-safe;
+    // the sigaction struct is zeroed and then filled as sigaction(2) says.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = on_interrupt as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        action.sa_flags = libc::SA_RESETHAND;
+        libc::sigemptyset(&mut action.sa_mask);
+        libc::sigaction(libc::SIGINT, &action, std::ptr::null_mut());
+        libc::sigaction(libc::SIGTERM, &action, std::ptr::null_mut());
+    }
+}
+
+/// The sink `args` ask for; sink options without `--output` are an error,
+/// not silently ignored.
+fn sink(args: &StreamArgs) -> Result<Box<dyn Sink>, String> {
+    let mut codec = args.codec.parse::<Codec>().map_err(|e| e.to_string())?;
+    if let Some(shuffle) = &args.shuffle {
+        let shuffle = shuffle.parse::<Shuffle>().map_err(|e| e.to_string())?;
+        codec = codec.with_shuffle(shuffle).map_err(|e| e.to_string())?;
+    }
+    let Some(path) = &args.output else {
+        let given: Vec<&str> = [
+            (args.shard.is_some(), "--shard"),
+            (codec != Codec::None, "--codec"),
+            (args.shuffle.is_some(), "--shuffle"),
+            (args.writers.is_some(), "--writers"),
+            (args.dim_names.is_some(), "--dim-names"),
+            (args.buffered_io, "--buffered-io"),
+            (args.overwrite, "--overwrite"),
+        ]
+        .into_iter()
+        .filter_map(|(given, name)| given.then_some(name))
+        .collect();
+        return match given.is_empty() {
+            true => Ok(Box::new(NullSink)),
+            false => Err(format!(
+                "{} take effect only with --output (without it the tiler is only measured)",
+                given.join(", ")
+            )),
+        };
+    };
+    Ok(Box::new(ZarrSink::new(ZarrOptions {
+        path: path.clone(),
+        codec,
+        shard: args.shard.as_ref().map(|d| d.0.clone()),
+        dimension_names: args.dim_names.clone(),
+        buffered_io: args.buffered_io,
+        writers: args.writers,
+        overwrite: args.overwrite,
+    })))
+}
+
 /// `retile stream`.
 pub fn stream(args: &StreamArgs) -> Result<ExitCode, String> {
     let spec = args.shape.spec()?;
     let esize = spec.dtype().size();
-    let plane_bytes = spec.plane_elements().map_err(|e| e.to_string())? * esize as u64;
+    let fill = spec
+        .dtype()
+        .parse_value(&args.fill)
+        .map_err(|e| format!("--fill: {e}"))?;
+    let plane_bytes = spec
+        .plane_elements()
+        .ok()
+        .and_then(|n| n.checked_mul(esize as u64))
+        .ok_or("a plane of this shape does not fit in 64 bits of bytes")?;
     let planes = if spec.is_unbounded() {
         args.planes
     } else {
         spec.shape()[0]
     };
-    let (source, expected) = match args.input.as_deref() {
-        None => (
-            Source::Synthetic {
-                index: 0,
-                total: planes * plane_bytes / esize as u64,
-                esize,
-            },
-            Some(planes * plane_bytes),
-        ),
-        Some("-") => (
-            Source::Reader(Box::new(std::io::stdin().lock())),
-            (!spec.is_unbounded()).then_some(planes * plane_bytes),
-        ),
-        Some(path) => {
-            let file =
-                std::fs::File::open(path).map_err(|e| format!("cannot open input {path}: {e}"))?;
-            (
-                Source::Reader(Box::new(file)),
-                (!spec.is_unbounded()).then_some(planes * plane_bytes),
-            )
-        }
-    };
-    let sink: Box<dyn Sink> = match &args.output {
-        None => Box::new(NullSink),
-        Some(path) => Box::new(ZarrSink::new(ZarrOptions {
-            path: path.clone(),
-            codec: args.codec.parse::<Codec>().map_err(|e| e.to_string())?,
-            shard: args.shard.as_ref().map(|d| d.0.clone()),
-            dimension_names: args.dim_names.clone(),
-            buffered_io: args.buffered_io,
-            writers: args.writers,
-        })),
-    };
-    let fill = spec.dtype().encode(args.fill);
+    let total = planes.checked_mul(plane_bytes).ok_or_else(|| {
+        format!("{planes} planes of {plane_bytes} bytes do not fit in 64 bits of bytes; stream fewer planes")
+    })?;
+    let sink = sink(args)?;
     let backend = match args.backend.as_str() {
         "cuda" => Backend::Cuda,
         _ => Backend::Cpu {
             threads: args.threads,
         },
     };
+    let (source, expected) = match args.input.as_deref() {
+        None => (
+            Source::Synthetic {
+                index: 0,
+                total: total / esize as u64,
+                esize,
+            },
+            Some(total),
+        ),
+        Some("-") => (
+            Source::Reader(Box::new(std::io::stdin().lock())),
+            (!spec.is_unbounded()).then_some(total),
+        ),
+        Some(path) => {
+            let file =
+                std::fs::File::open(path).map_err(|e| format!("cannot open input {path}: {e}"))?;
+            (
+                Source::Reader(Box::new(file)),
+                (!spec.is_unbounded()).then_some(total),
+            )
+        }
+    };
     let mut tiles = AnyStream::open(spec, &fill, backend, sink).map_err(|e| e.to_string())?;
+    finish_cleanly_on_interrupt();
     run(&mut tiles, source, expected, args.output.as_ref())
 }
 
@@ -250,6 +339,18 @@ fn progress_bar(expected: Option<u64>) -> ProgressBar {
     bar
 }
 
+/// How the input ended.
+enum Ending {
+    /// It ran out.
+    Done,
+    /// A bounded stream was offered more than its shape.
+    Excess,
+    /// SIGINT or SIGTERM.
+    Interrupted,
+}
+
+/// Streams `source` into `tiles`; whatever happens to the input, every
+/// byte taken is written and the store closed before an error is returned.
 fn run(
     tiles: &mut AnyStream,
     mut source: Source,
@@ -259,56 +360,87 @@ fn run(
     let bar = progress_bar(expected);
     let mut buf = vec![0u8; PIECE_BYTES];
     let mut busy = 0.0;
-    loop {
+    let ending = loop {
+        if interrupted() {
+            break Ending::Interrupted;
+        }
         let n = source.next(&mut buf)?;
         if n == 0 {
-            break;
+            break match interrupted() {
+                true => Ending::Interrupted,
+                false => Ending::Done,
+            };
         }
         let started = Instant::now();
         let taken = tiles.append(&buf[..n]).map_err(|e| e.to_string())?;
         busy += started.elapsed().as_secs_f64();
         bar.inc(taken as u64);
         if taken < n {
-            bar.abandon();
-            return Err(format!(
-                "the input is longer than the shape: {} bytes were tiled and the rest was refused",
-                tiles.bytes_taken()
-            ));
+            break Ending::Excess;
         }
-    }
+    };
     let started = Instant::now();
     let finished = tiles.finish();
     busy += started.elapsed().as_secs_f64();
     bar.finish_and_clear();
-    let summary = finished.map_err(|e| e.to_string())?;
+    let finished = finished.map_err(|e| e.to_string());
+    match ending {
+        Ending::Done => report(&finished?, busy, output).map(|()| ExitCode::SUCCESS),
+        Ending::Excess => {
+            let summary = finished?;
+            report(&summary, busy, output)?;
+            Err(format!(
+                "the input is longer than the shape: its {} planes were written and the rest was refused",
+                summary.planes
+            ))
+        }
+        Ending::Interrupted => {
+            let summary = finished.map_err(|e| format!("interrupted: {e}"))?;
+            report(&summary, busy, output)?;
+            eprintln!("retile: interrupted: the {} planes taken were written and the store closed", summary.planes);
+            Ok(ExitCode::from(130))
+        }
+    }
+}
+
+/// Prints what a finished stream did and where its time went.
+fn report(summary: &Summary, busy: f64, output: Option<&PathBuf>) -> Result<(), String> {
     let gb = summary.bytes as f64 / 1e9;
-    println!(
-        "retile: {:.3} GB in {} tiles ({} planes, {} epochs) in {:.2} s: {:.2} GB/s of input ({:.2} GB/s counting the source)",
+    say(format_args!(
+        "retile: {:.3} GB in {} tiles ({} planes, {} epochs) in {:.2} s: {:.2} GB/s of input ({:.2} GB/s counting the source)\n",
         gb, summary.tiles, summary.planes, summary.epochs, summary.seconds, gb / busy.max(1e-9), summary.gigabytes_per_second()
-    );
-    println!(
-        "  tiling {:.2} s, waiting for the sink {:.2} s, sink {:.2} s; tile buffers {:.1} MB (made in {:.2} s, before the first frame), peak memory {:.1} MB",
+    ))?;
+    say(format_args!(
+        "  tiling {:.2} s, waiting for the sink {:.2} s, sink {:.2} s; tile buffers {:.1} MB (made in {:.2} s, before the first frame), peak memory {:.1} MB\n",
         summary.scatter_seconds, summary.wait_seconds, summary.sink_seconds, summary.buffer_bytes as f64 / 1e6,
         summary.setup_seconds,
         peak_rss_bytes().unwrap_or(0) as f64 / 1e6
-    );
-    match output {
-        Some(path) => println!("  wrote {}", path.display()),
-        None => println!("  measured only (give --output DIR to write a Zarr store)"),
+    ))?;
+    let sink = &summary.sink;
+    if sink.threads > 0 {
+        say(format_args!(
+            "  stored {:.3} GB in {} files ({:.2}x smaller); {} writer threads spent {:.2} s encoding and {:.2} s writing; {} chunks of fill alone left out\n",
+            sink.stored_bytes as f64 / 1e9, sink.files, summary.bytes as f64 / (sink.stored_bytes.max(1)) as f64,
+            sink.threads, sink.encode_seconds, sink.write_seconds, sink.omitted_chunks
+        ))?;
     }
-    Ok(ExitCode::SUCCESS)
+    match output {
+        Some(path) => say(format_args!("  wrote {}\n", path.display())),
+        None => say(format_args!("  measured only (give --output DIR to write a Zarr store)\n")),
+    }
 }
 
 /// `retile` with no arguments: stream a synthetic 512 MB camera recording
 /// into a compressed Zarr store in the temporary directory.
 pub fn demo() -> Result<ExitCode, String> {
     let output = std::env::temp_dir().join(format!("retile-demo-{}.zarr", std::process::id()));
-    println!("retile demo: streaming 256 synthetic 1024x1024 u16 frames (512 MB) into 64x128x128 tiles, zstd:1");
+    say(format_args!("retile demo: streaming 256 synthetic 1024x1024 u16 frames (512 MB) into 64x128x128 tiles, shards of 1x4x4 tiles, blosc-zstd:1\n"))?;
     let spec = StreamSpec::new(DType::U16, vec![0, 1024, 1024], vec![64, 128, 128])
         .map_err(|e| e.to_string())?;
     let sink = ZarrSink::new(ZarrOptions {
         path: output.clone(),
-        codec: Codec::Zstd(1),
+        codec: "blosc-zstd:1".parse().map_err(|e: retile_stream::StreamError| e.to_string())?,
+        shard: Some(vec![1, 4, 4]),
         dimension_names: Some(vec!["t".into(), "y".into(), "x".into()]),
         ..Default::default()
     });
@@ -325,6 +457,6 @@ pub fn demo() -> Result<ExitCode, String> {
         Some(total * 2),
         Some(&output),
     )?;
-    println!("\nmore: retile --help; retile stream --help; retile eval 'logical_divide((4,2,3):(2,1,8), 4:2)'");
+    say(format_args!("\nmore: retile --help; retile stream --help; retile eval 'logical_divide((4,2,3):(2,1,8), 4:2)'\n"))?;
     Ok(code)
 }

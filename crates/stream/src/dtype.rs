@@ -116,6 +116,54 @@ impl DType {
     }
 }
 
+impl DType {
+    /// The little-endian bytes of `text` read as a value of this type:
+    /// integers exactly (out of range, or with a fraction, is an error),
+    /// floats rounded to nearest in the type itself (`nan`, `inf` and
+    /// `-inf` allowed).
+    ///
+    /// ```
+    /// use retile_stream::DType;
+    /// assert_eq!(DType::U16.parse_value("258").unwrap(), vec![2, 1]);
+    /// assert_eq!(DType::U64.parse_value("9007199254740993").unwrap(), 9007199254740993u64.to_le_bytes());
+    /// assert_eq!(DType::F16.parse_value("1.5").unwrap(), half::f16::from_f32(1.5).to_le_bytes());
+    /// assert!(DType::U16.parse_value("-1").is_err());
+    /// assert!(DType::U16.parse_value("70000").is_err());
+    /// assert!(DType::U8.parse_value("1.7").is_err());
+    /// ```
+    pub fn parse_value(self, text: &str) -> Result<Vec<u8>, StreamError> {
+        let bad = || {
+            StreamError::Invalid(format!(
+                "'{text}' is not a {self} value{}",
+                match self {
+                    DType::F16 | DType::BF16 | DType::F32 | DType::F64 => "",
+                    _ => " (an integer in the type's range)",
+                }
+            ))
+        };
+        let t = text.trim();
+        macro_rules! exact {
+            ($ty:ty) => {
+                t.parse::<$ty>().map(|v| v.to_le_bytes().to_vec()).map_err(|_| bad())
+            };
+        }
+        match self {
+            DType::U8 => exact!(u8),
+            DType::I8 => exact!(i8),
+            DType::U16 => exact!(u16),
+            DType::I16 => exact!(i16),
+            DType::U32 => exact!(u32),
+            DType::I32 => exact!(i32),
+            DType::U64 => exact!(u64),
+            DType::I64 => exact!(i64),
+            DType::F16 => exact!(half::f16),
+            DType::BF16 => exact!(half::bf16),
+            DType::F32 => exact!(f32),
+            DType::F64 => exact!(f64),
+        }
+    }
+}
+
 impl FromStr for DType {
     type Err = StreamError;
 

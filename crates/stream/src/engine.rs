@@ -11,6 +11,9 @@ use crate::scatter::Geometry;
 use crate::sink::{Epoch, Sink, SinkStats};
 use crate::{StreamError, StreamSpec};
 
+/// Most threads a stream tiles with.
+pub const MAX_THREADS: usize = 256;
+
 /// Appends at least this large are scattered by all threads.
 const PARALLEL_BYTES: usize = 1 << 20;
 
@@ -229,6 +232,11 @@ impl TileStream {
                 "the fill value has {} bytes; a {} element has {esize}",
                 fill.len(),
                 spec.dtype()
+            )));
+        }
+        if threads > MAX_THREADS {
+            return Err(StreamError::Invalid(format!(
+                "a stream tiles with 0 (all cores) to {MAX_THREADS} threads, not {threads}"
             )));
         }
         let plan = StreamPlan::new(&spec)?;

@@ -40,7 +40,7 @@ use thiserror::Error;
 
 pub use backend::{AnyStream, Backend};
 pub use dtype::DType;
-pub use engine::{Summary, TileStream};
+pub use engine::{Summary, TileStream, MAX_THREADS};
 pub use plan::{StreamPlan, StreamSpec, TileSpan, MAX_LISTED_TILES};
 pub use codec::{BloscKind, Codec, Shuffle};
 pub use sink::{Epoch, MemorySink, NullSink, Sink, SinkStats};
@@ -65,7 +65,7 @@ pub enum StreamError {
     #[error("the stream is finished; nothing more can be appended")]
     Finished,
     /// The input ended inside a plane; every complete plane was written.
-    #[error("the input ended inside a plane: {bytes} bytes past the last complete plane (plane {planes}) were dropped; every complete plane was written")]
+    #[error("the input ended inside a plane: {bytes} bytes after the {planes} complete planes were dropped; every complete plane was written")]
     PartialPlane {
         /// Complete planes written.
         planes: u64,
