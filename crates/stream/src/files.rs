@@ -145,9 +145,12 @@ impl Drop for Appender<'_> {
     }
 }
 
-/// Replaces `path` with `bytes` atomically: a new file beside it, synced,
-/// renamed over it, and the directory synced.
-pub(crate) fn replace_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
+/// Replaces `path` with `bytes` atomically: a new file beside it renamed
+/// over it, so that a reader, or a process killed at any moment, sees the
+/// old file or the new one whole. With `durable`, the new file and the
+/// directory are also synced, to survive a power loss (a sync costs
+/// milliseconds, too much for every epoch).
+pub(crate) fn replace_atomically(path: &Path, bytes: &[u8], durable: bool) -> io::Result<()> {
     use std::io::Write;
     let name = path
         .file_name()
@@ -156,9 +159,11 @@ pub(crate) fn replace_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let partial = path.with_file_name(format!(".{name}.partial"));
     let mut file = File::create(&partial)?;
     file.write_all(bytes)?;
-    file.sync_all()?;
+    if durable {
+        file.sync_all()?;
+    }
     std::fs::rename(&partial, path)?;
-    if let Some(dir) = path.parent() {
+    if let (true, Some(dir)) = (durable, path.parent()) {
         File::open(dir)?.sync_all()?;
     }
     Ok(())
@@ -225,8 +230,8 @@ mod tests {
     fn metadata_is_replaced_whole() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("zarr.json");
-        replace_atomically(&path, b"{\"a\": 1}").unwrap();
-        replace_atomically(&path, b"{}").unwrap();
+        replace_atomically(&path, b"{\"a\": 1}", false).unwrap();
+        replace_atomically(&path, b"{}", true).unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), b"{}");
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     }

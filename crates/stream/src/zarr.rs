@@ -215,8 +215,9 @@ impl ZarrSink {
 }
 
 impl Store {
-    /// Sets the array's first extent to `planes` and replaces `zarr.json`.
-    fn claim(&mut self, root: &Path, planes: u64) -> Result<(), StreamError> {
+    /// Sets the array's first extent to `planes` and replaces `zarr.json`
+    /// (`durable`: synced to the disk).
+    fn claim(&mut self, root: &Path, planes: u64, durable: bool) -> Result<(), StreamError> {
         let mut shape = self.array.shape().to_vec();
         shape[0] = planes;
         self.array
@@ -224,7 +225,7 @@ impl Store {
             .map_err(|e| ZarrSink::fail(root, "resizing the array", e))?;
         let json = serde_json::to_vec_pretty(self.array.metadata())
             .map_err(|e| ZarrSink::fail(root, "writing the array metadata", e))?;
-        replace_atomically(&root.join("zarr.json"), &json)
+        replace_atomically(&root.join("zarr.json"), &json, durable)
             .map_err(|e| ZarrSink::fail(root, "writing the array metadata", e))
     }
 
@@ -348,7 +349,7 @@ impl Sink for ZarrSink {
             fill_pattern: fill.repeat(64 / fill.len().max(1)),
             counters: Counters::default(),
         };
-        store.claim(&path, 0)?;
+        store.claim(&path, 0, false)?;
         self.store = Some(store);
         Ok(())
     }
@@ -368,7 +369,7 @@ impl Sink for ZarrSink {
             write_chunks(store, &root, epoch)?;
         }
         if close {
-            store.claim(&root, planes)?;
+            store.claim(&root, planes, false)?;
         }
         Ok(())
     }
@@ -388,7 +389,7 @@ impl Sink for ZarrSink {
                 })
             })?;
         }
-        store.claim(&root, planes)
+        store.claim(&root, planes, true)
     }
 
     fn stats(&self) -> SinkStats {
