@@ -419,7 +419,7 @@ fn report(summary: &Summary, busy: f64, output: Option<&PathBuf>) -> Result<(), 
     let sink = &summary.sink;
     if sink.threads > 0 {
         say(format_args!(
-            "  stored {:.3} GB in {} files ({:.2}x smaller); {} writer threads spent {:.2} s encoding and {:.2} s writing; {} chunks of fill alone left out\n",
+            "  stored {:.3} GB in {} files ({:.2}x smaller); {} writer threads spent {:.2} s of CPU encoding and {:.2} s writing; {} chunks of fill alone left out\n",
             sink.stored_bytes as f64 / 1e9, sink.files, summary.bytes as f64 / (sink.stored_bytes.max(1)) as f64,
             sink.threads, sink.encode_seconds, sink.write_seconds, sink.omitted_chunks
         ))?;

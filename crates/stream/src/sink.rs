@@ -78,7 +78,7 @@ pub struct SinkStats {
     pub files: u64,
     /// Chunks of nothing but the fill value, left out (a reader sees the fill value).
     pub omitted_chunks: u64,
-    /// Time spent compressing, added up over the writer threads.
+    /// CPU time spent compressing, added up over the writer threads.
     pub encode_seconds: f64,
     /// Time spent writing files, added up over the writer threads.
     pub write_seconds: f64,

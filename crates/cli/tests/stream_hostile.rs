@@ -1,0 +1,204 @@
+//! `retile stream` used as a hostile user would: killed at random moments,
+//! interrupted, fed too much, given numbers out of range, writing to a full
+//! stdout. Whatever happens, the store opens and holds exactly the planes
+//! its metadata claims, and bad arguments get one line, not a panic.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use zarrs::array::Array;
+use zarrs::filesystem::FilesystemStore;
+
+fn retile(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_retile"))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Fails unless the command failed with one line naming `expected`.
+fn refused(args: &[&str], expected: &str) {
+    let out = retile(args);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+    assert!(err.contains(expected) && !err.contains("panicked"), "{args:?}: {err}");
+}
+
+/// The planes the store claims, after checking every claimed element
+/// against the synthetic pattern (element i holds i, truncated to u16).
+fn claimed_planes_hold_the_pattern(path: &Path, plane: u64) -> u64 {
+    let store = Arc::new(FilesystemStore::new(path).unwrap());
+    let array = Array::open(store, "/").unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let values: Vec<u16> = array.retrieve_array_subset(&array.subset_all()).unwrap();
+    for (i, &v) in values.iter().enumerate() {
+        assert_eq!(v, i as u16, "element {i} of {}", path.display());
+    }
+    values.len() as u64 / plane
+}
+
+#[test]
+fn a_stream_killed_at_any_moment_leaves_a_store_that_holds_what_it_claims() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut seed = 0x2545F4914F6CDD1Du64;
+    let mut stores_with_planes = 0;
+    for trial in 0..36 {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let path = dir.path().join(format!("k{trial}.zarr"));
+        let path_text = path.to_str().unwrap().to_owned();
+        let mut args = vec![
+            "stream", "--shape", "0,16,16", "--tile", "1,16,16", "--dtype", "u16",
+            "--planes", "100000000", "--output", &path_text,
+        ];
+        match trial % 4 {
+            1 => args.extend(["--shard", "3,1,1"]),
+            2 => args.extend(["--codec", "blosc-lz4:1", "--shard", "1,1,1"]),
+            3 => args.extend(["--buffered-io", "--codec", "zstd:1"]),
+            _ => {}
+        }
+        let mut child = Command::new(env!("CARGO_BIN_EXE_retile"))
+            .args(&args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(30 + seed % 500));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        if !path.join("zarr.json").exists() {
+            continue; // killed before the store was made
+        }
+        if claimed_planes_hold_the_pattern(&path, 256) > 0 {
+            stores_with_planes += 1;
+        }
+    }
+    assert!(stores_with_planes >= 18, "only {stores_with_planes} kills came after data was written");
+}
+
+#[cfg(unix)]
+#[test]
+fn sigint_writes_every_plane_taken_and_closes_the_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("int.zarr");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_retile"))
+        .args(["stream", "--shape", "0,16,16", "--tile", "4,16,16", "--dtype", "u16", "--input", "-"])
+        .args(["--shard", "2,1,1", "--output", path.to_str().unwrap()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let planes: Vec<u8> = (0..10 * 256u32).flat_map(|i| (i as u16).to_le_bytes()).collect();
+    stdin.write_all(&planes).unwrap();
+    stdin.flush().unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    // SAFETY: sends a signal to our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    drop(stdin);
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    assert!(stderr(&out).contains("interrupted"), "{}", stderr(&out));
+    assert_eq!(claimed_planes_hold_the_pattern(&path, 256), 10);
+}
+
+#[test]
+fn input_beyond_a_bounded_shape_is_refused_after_every_plane_of_the_shape_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("big.raw");
+    let bytes: Vec<u8> = (0..11 * 256u32).flat_map(|i| (i as u16).to_le_bytes()).collect();
+    std::fs::write(&input, bytes).unwrap();
+    for shard in ["1,1,1", "4,1,1"] {
+        let path = dir.path().join(format!("b{}.zarr", &shard[..1]));
+        let out = retile(&[
+            "stream", "--shape", "10,16,16", "--tile", "4,16,16", "--dtype", "u16",
+            "--input", input.to_str().unwrap(), "--output", path.to_str().unwrap(), "--shard", shard,
+        ]);
+        assert_eq!(out.status.code(), Some(1));
+        assert!(stderr(&out).contains("longer than the shape"), "{}", stderr(&out));
+        assert_eq!(claimed_planes_hold_the_pattern(&path, 256), 10, "shard {shard}");
+    }
+}
+
+#[test]
+fn numbers_are_parsed_exactly_in_their_type() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("f.zarr");
+    let out = out.to_str().unwrap();
+    let base = ["stream", "--shape", "2,4,4", "--tile", "1,2,2", "--output", out];
+    for (dtype, fill, expected) in [
+        ("u16", "-1", "not a u16 value"),
+        ("u16", "70000", "not a u16 value"),
+        ("u8", "1.7", "not a u8 value"),
+        ("i8", "128", "not a i8 value"),
+        ("f32", "one", "not a f32 value"),
+    ] {
+        refused(&[&base[..], &["--dtype", dtype, "--fill", fill]].concat(), expected);
+    }
+    let exact = retile(&[&base[..], &["--dtype", "u64", "--fill", "9007199254740993"]].concat());
+    assert!(exact.status.success(), "{}", stderr(&exact));
+    let meta = std::fs::read_to_string(Path::new(out).join("zarr.json")).unwrap();
+    assert!(meta.contains("9007199254740993"), "{meta}");
+    refused(
+        &["stream", "--shape", "0,1024,1024", "--tile", "1,64,64", "--dtype", "u64", "--planes", "576460752303423488"],
+        "do not fit in 64 bits",
+    );
+    refused(&["stream", "--shape", "0,4,4", "--tile", "1,2,2", "--threads", "100000"], "not 100000");
+    refused(&["stream", "--shape", "0,4,4", "--tile", "1,2,2", "--writers", "100000", "--output", out, "--overwrite"], "not 100000");
+}
+
+#[test]
+fn impossible_shards_are_refused_before_anything_is_made() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.zarr");
+    for shard in ["1,4294967296,4294967296", "18446744073709551615,1,1", "9223372036854775808,1,1", "0,1,1", "1,1"] {
+        refused(
+            &["stream", "--shape", "0,16,16", "--tile", "1,16,16", "--planes", "10", "--shard", shard, "--output", path.to_str().unwrap()],
+            "shard",
+        );
+        assert!(!path.exists(), "{shard}: the store was made");
+    }
+    // a deep shard allocates nothing up front
+    let out = retile(&["stream", "--shape", "0,16,16", "--tile", "1,16,16", "--planes", "10", "--shard", "1000000,1,1", "--output", path.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(claimed_planes_hold_the_pattern(&path, 256), 10);
+}
+
+#[test]
+fn sink_options_without_an_output_are_refused() {
+    for option in [["--codec", "garbage"], ["--codec", "zstd:1"], ["--shard", "0,1"], ["--writers", "0"], ["--dim-names", "a,b,c"]] {
+        let out = retile(&[&["stream", "--shape", "0,4,4", "--tile", "1,2,2", "--planes", "2"][..], &option[..]].concat());
+        assert_eq!(out.status.code(), Some(1), "{option:?}");
+        assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
+    }
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_full_stdout_is_an_error_not_a_panic() {
+    for args in [
+        vec!["plan", "stream", "--shape", "4,4,6", "--tile", "2,2,3"],
+        vec!["plan", "stream", "--shape", "4,4,6", "--tile", "2,2,3", "--json"],
+        vec!["stream", "--shape", "0,4,4", "--tile", "1,2,2", "--planes", "3"],
+    ] {
+        let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_retile"))
+            .args(&args)
+            .stdout(full)
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains("cannot write to stdout") && !err.contains("panicked"), "{args:?}: {err}");
+    }
+}
