@@ -132,6 +132,9 @@ pub fn plan(args: &PlanArgs) -> Result<ExitCode, String> {
 /// Where input comes from.
 enum Source {
     Reader(Box<dyn Read>),
+    /// A regular file, mapped: the tiler reads the page cache directly,
+    /// saving a copy of every byte into a read buffer.
+    Mapped { map: memmap2::Mmap, at: usize },
     Synthetic {
         index: u64,
         total: u64,
@@ -140,9 +143,36 @@ enum Source {
 }
 
 impl Source {
+    /// The next piece of input, at most `buf.len()` bytes (empty = end).
+    fn next<'a>(&'a mut self, buf: &'a mut [u8]) -> Result<&'a [u8], String> {
+        if let Source::Mapped { map, at } = self {
+            let piece = &map[*at..(*at + buf.len()).min(map.len())];
+            *at += piece.len();
+            return Ok(piece);
+        }
+        let n = self.read(buf)?;
+        Ok(&buf[..n])
+    }
+
+    /// Opens `path`: mapped if it is a regular file that maps, read otherwise.
+    fn file(path: &str) -> Result<Source, String> {
+        let file = std::fs::File::open(path).map_err(|e| format!("cannot open input {path}: {e}"))?;
+        let regular = file.metadata().map(|m| m.is_file()).unwrap_or(false);
+        // SAFETY: the map is only read; a file truncated by another process
+        // while it is streamed would fault, as with any reader of a mapping.
+        match regular.then(|| unsafe { memmap2::Mmap::map(&file) }) {
+            Some(Ok(map)) => {
+                let _ = map.advise(memmap2::Advice::Sequential);
+                Ok(Source::Mapped { map, at: 0 })
+            }
+            _ => Ok(Source::Reader(Box::new(file))),
+        }
+    }
+
     /// Fills `buf` with the next input; returns how many bytes (0 = end).
-    fn next(&mut self, buf: &mut [u8]) -> Result<usize, String> {
+    fn read(&mut self, buf: &mut [u8]) -> Result<usize, String> {
         match self {
+            Source::Mapped { .. } => Ok(0),
             Source::Reader(r) => {
                 let mut filled = 0;
                 while filled < buf.len() {
@@ -314,14 +344,7 @@ pub fn stream(args: &StreamArgs) -> Result<ExitCode, String> {
             Source::Reader(Box::new(std::io::stdin().lock())),
             (!spec.is_unbounded()).then_some(total),
         ),
-        Some(path) => {
-            let file =
-                std::fs::File::open(path).map_err(|e| format!("cannot open input {path}: {e}"))?;
-            (
-                Source::Reader(Box::new(file)),
-                (!spec.is_unbounded()).then_some(total),
-            )
-        }
+        Some(path) => (Source::file(path)?, (!spec.is_unbounded()).then_some(total)),
     };
     let mut tiles = AnyStream::open(spec, &fill, backend, sink).map_err(|e| e.to_string())?;
     finish_cleanly_on_interrupt();
@@ -364,7 +387,8 @@ fn run(
         if interrupted() {
             break Ending::Interrupted;
         }
-        let n = source.next(&mut buf)?;
+        let piece = source.next(&mut buf)?;
+        let n = piece.len();
         if n == 0 {
             break match interrupted() {
                 true => Ending::Interrupted,
@@ -372,7 +396,7 @@ fn run(
             };
         }
         let started = Instant::now();
-        let taken = tiles.append(&buf[..n]).map_err(|e| e.to_string())?;
+        let taken = tiles.append(piece).map_err(|e| e.to_string())?;
         busy += started.elapsed().as_secs_f64();
         bar.inc(taken as u64);
         if taken < n {
