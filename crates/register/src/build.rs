@@ -167,7 +167,10 @@ fn ranked_modes(shape: &[i64], ranks: Option<&[i64]>) -> Result<Vec<i64>> {
             py_list(ranks)
         )));
     }
-    Ok((0..n as i64)
-        .map(|rank| ranks.iter().position(|&r| r == rank).unwrap_or(0) as i64)
-        .collect())
+    // modes[rank] = the dimension of that rank (ranks are a permutation of 0..n)
+    let mut modes = vec![0i64; n];
+    for (d, &rank) in ranks.iter().enumerate() {
+        modes[rank as usize] = d as i64;
+    }
+    Ok(modes)
 }

@@ -3,8 +3,10 @@
 
 use crate::{product, py_list, RegisterError, RegisterLayout, Result};
 
-/// The most holders, or drawn cells, retile lists for one layout.
-pub(crate) const MAX_LISTED: i64 = 1 << 22;
+/// The most holders, or drawn cells, retile lists for one layout: 65536,
+/// as many cells as a CuTe layout's drawing (`retile_layout::MAX_CELLS`),
+/// so that a short expression cannot ask for gigabytes of output.
+pub(crate) const MAX_LISTED: i64 = 1 << 16;
 
 /// Row-major index of `coords` in `extents`.
 fn serialize(coords: &[i64], extents: &[i64]) -> i64 {

@@ -27,6 +27,18 @@ fn check_dims(dims: &[i64], bound: usize) -> Result<()> {
     Ok(())
 }
 
+/// `dims` (checked by [`check_dims`] against `bound`) as a mask over
+/// `0..bound`, so that membership costs O(1) however many dims are given.
+fn dim_mask(dims: &[i64], bound: usize) -> Vec<bool> {
+    let mut mask = vec![false; bound];
+    for &d in dims {
+        if let Some(slot) = usize::try_from(d).ok().and_then(|d| mask.get_mut(d)) {
+            *slot = true;
+        }
+    }
+    mask
+}
+
 /// Python's reading of a slice bound `i` on a sequence of length `n`.
 fn slice_bound(i: i64, n: usize) -> usize {
     let n = n as i64;
@@ -135,6 +147,7 @@ impl RegisterLayout {
             return Ok(self.clone());
         }
         check_dims(dims, self.shape.len())?;
+        let squeezed = dim_mask(dims, self.shape.len());
         let sizes: Vec<i64> = dims.iter().map(|&d| self.shape[d as usize]).collect();
         if sizes.iter().any(|&s| s != 1) {
             return Err(operation(format!(
@@ -146,7 +159,7 @@ impl RegisterLayout {
             .shape
             .iter()
             .enumerate()
-            .filter(|(i, _)| !dims.contains(&(*i as i64)))
+            .filter(|(i, _)| !squeezed[*i])
             .map(|(_, &s)| s)
             .collect();
         self.with_shape(&shape)
@@ -165,10 +178,11 @@ impl RegisterLayout {
         }
         let rank = self.shape.len() + dims.len();
         check_dims(dims, rank)?;
+        let inserted = dim_mask(dims, rank);
         let mut old = self.shape.iter();
-        let shape: Vec<i64> = (0..rank as i64)
+        let shape: Vec<i64> = (0..rank)
             .map(|i| {
-                if dims.contains(&i) {
+                if inserted[i] {
                     1
                 } else {
                     old.next().copied().unwrap_or(1)
@@ -237,7 +251,8 @@ impl RegisterLayout {
             return Ok(self.clone());
         }
         check_dims(dims, self.shape.len())?;
-        let reduced = |d: usize| dims.contains(&(d as i64));
+        let mask = dim_mask(dims, self.shape.len());
+        let reduced = |d: usize| mask[d];
         let groups = self.grouped_modes();
         let mut map = vec![None; self.mode_shape.len()];
         let mut mode_shape = Vec::new();
