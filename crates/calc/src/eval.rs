@@ -2,7 +2,7 @@
 
 use retile_layout::Layout;
 
-use crate::syntax::{BinaryOp, Expr, ExprKind};
+use crate::syntax::{BinaryOp, Expr, ExprKind, Link, MethodCall};
 use crate::value::Value;
 use crate::CalcError;
 use crate::{algebra, copy, device, register};
@@ -18,42 +18,88 @@ pub fn eval(expr: &Expr) -> Result<Value, CalcError> {
     eval_kind(expr).map_err(|e| e.or_column(expr.column))
 }
 
+// Evaluation recurses once per level of brackets and calls (at most
+// `MAX_DEPTH`, checked by the parser), never once per link of a chain. The
+// functions on that recursive path keep small stack frames: each form is
+// evaluated by its own function, so that no frame holds the temporaries of
+// every form (in a debug build those add up to kilobytes per level).
+
 fn eval_all(items: &[Expr]) -> Result<Vec<Value>, CalcError> {
-    items.iter().map(eval).collect()
+    let mut values = Vec::with_capacity(items.len());
+    for item in items {
+        values.push(eval(item)?);
+    }
+    Ok(values)
 }
 
 fn eval_kind(expr: &Expr) -> Result<Value, CalcError> {
-    Ok(match &expr.kind {
-        ExprKind::Int(v) => Value::Int(*v),
-        ExprKind::Tuple(items) => grouped(eval_all(items)?),
-        ExprKind::List(items) => Value::List(eval_all(items)?),
-        ExprKind::Tiler(items) => Value::Tiler(retile_layout::Tiler::Modes(
-            eval_all(items)?
-                .iter()
-                .map(Value::to_tiler)
-                .collect::<Result<_, _>>()?,
-        )),
-        ExprKind::Underscore => Value::Underscore,
-        ExprKind::Name(name) => name_value(name),
-        ExprKind::Binary { op, lhs, rhs } => binary(*op, eval(lhs)?, eval(rhs)?)?,
-        ExprKind::Call {
-            name,
-            receiver,
-            args,
-            kwargs,
-        } => {
-            let mut values = Vec::with_capacity(args.len() + 1);
-            if let Some(r) = receiver {
-                values.push(eval(r)?);
-            }
-            values.extend(eval_all(args)?);
-            let kwargs = kwargs
-                .iter()
-                .map(|(k, v)| Ok((k.clone(), eval(v)?)))
-                .collect::<Result<Vec<_>, CalcError>>()?;
-            call(name, receiver.is_some(), &values, &kwargs)?
-        }
-    })
+    match &expr.kind {
+        ExprKind::Int(v) => Ok(Value::Int(*v)),
+        ExprKind::Tuple(items) => eval_all(items).map(grouped),
+        ExprKind::List(items) => eval_all(items).map(Value::List),
+        ExprKind::Tiler(items) => eval_tiler(items),
+        ExprKind::Underscore => Ok(Value::Underscore),
+        ExprKind::Name(name) => Ok(name_value(name)),
+        ExprKind::Binary { op, lhs, rhs } => eval_binary(*op, lhs, rhs),
+        ExprKind::Chain { first, links } => eval_chain(first, links),
+        ExprKind::Methods { receiver, calls } => eval_methods(receiver, calls),
+        ExprKind::Call { name, args, kwargs } => eval_call(name, args, kwargs),
+    }
+}
+
+fn eval_tiler(items: &[Expr]) -> Result<Value, CalcError> {
+    let modes = eval_all(items)?
+        .iter()
+        .map(Value::to_tiler)
+        .collect::<Result<_, _>>()?;
+    Ok(Value::Tiler(retile_layout::Tiler::Modes(modes)))
+}
+
+fn eval_binary(op: BinaryOp, lhs: &Expr, rhs: &Expr) -> Result<Value, CalcError> {
+    let lhs = eval(lhs)?;
+    let rhs = eval(rhs)?;
+    binary(op, lhs, rhs)
+}
+
+/// `first * a / b ...`, in a loop.
+fn eval_chain(first: &Expr, links: &[Link]) -> Result<Value, CalcError> {
+    let mut value = eval(first)?;
+    for link in links {
+        let rhs = eval(&link.rhs)?;
+        value = binary(link.op, value, rhs).map_err(|e| e.or_column(link.column))?;
+    }
+    Ok(value)
+}
+
+/// `receiver.f(..).g(..) ...`, in a loop.
+fn eval_methods(receiver: &Expr, calls: &[MethodCall]) -> Result<Value, CalcError> {
+    let mut value = eval(receiver)?;
+    for method in calls {
+        value = call_method(value, method).map_err(|e| e.or_column(method.column))?;
+    }
+    Ok(value)
+}
+
+fn eval_call(name: &str, args: &[Expr], kwargs: &[(String, Expr)]) -> Result<Value, CalcError> {
+    let args = eval_all(args)?;
+    let kwargs = eval_kwargs(kwargs)?;
+    call(name, false, &args, &kwargs)
+}
+
+fn eval_kwargs(kwargs: &[(String, Expr)]) -> Result<Vec<(String, Value)>, CalcError> {
+    let mut values = Vec::with_capacity(kwargs.len());
+    for (key, value) in kwargs {
+        values.push((key.clone(), eval(value)?));
+    }
+    Ok(values)
+}
+
+/// `receiver.name(args)`: the function called with the receiver first.
+fn call_method(receiver: Value, method: &MethodCall) -> Result<Value, CalcError> {
+    let mut values = Vec::with_capacity(method.args.len() + 1);
+    values.push(receiver);
+    values.extend(eval_all(&method.args)?);
+    call(&method.name, true, &values, &eval_kwargs(&method.kwargs)?)
 }
 
 /// A parenthesised register layout is the layout (Python grouping); other
@@ -108,23 +154,30 @@ fn call(
     if let Some(result) = register::call(name, method, args, kwargs) {
         return result;
     }
-    if let Some(result) = algebra::call(name, args) {
+    if algebra::FUNCTIONS.contains(&name) {
         if let Some((key, _)) = kwargs.first() {
             return Err(CalcError::new(format!(
-                "{name} takes no keyword argument '{key}'"
+                "{name} takes no keyword arguments (got {key}=...); give its arguments in order"
             )));
         }
-        if method {
-            return Err(CalcError::new(format!(
-                "{name} is a function, not a method: write {name}(...)"
-            )));
-        }
-        return result;
     }
     if method {
-        return Err(CalcError::new(format!(
-            "{name} is a function, not a method: write {name}(...)"
-        )));
+        let function = algebra::FUNCTIONS
+            .iter()
+            .chain(device::FUNCTIONS)
+            .chain(copy::FUNCTIONS)
+            .any(|f| *f == name);
+        return Err(CalcError::new(if function {
+            format!("{name} is a function, not a method: write {name}(...)")
+        } else {
+            format!(
+                "unknown method '{name}'; register layouts have the methods {}, flatten, size",
+                register::FUNCTIONS.join(", ")
+            )
+        }));
+    }
+    if let Some(result) = algebra::call(name, args) {
+        return result;
     }
     if let Some(result) = device::call(name, args, kwargs) {
         return result;

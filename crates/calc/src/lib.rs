@@ -23,7 +23,9 @@ mod value;
 use thiserror::Error;
 
 pub use eval::eval;
-pub use syntax::{parse, BinaryOp, Expr, ExprKind, MAX_DEPTH};
+pub use syntax::{
+    describe_char, parse, BinaryOp, Expr, ExprKind, Link, MethodCall, MAX_DEPTH, MAX_LEN,
+};
 pub use value::Value;
 
 /// An error of the calculator, with the column it points at when known.

@@ -11,11 +11,22 @@
 //!          | '<' expr (',' expr)* '>' | '_' | NAME ('(' args ')')?
 //! args    := (arg (',' arg)*)?      arg := NAME '=' expr | expr
 //! ```
+//!
+//! Two limits keep hostile text from exhausting memory or the stack: an
+//! expression has at most [`MAX_LEN`] bytes, and brackets and calls nest at
+//! most [`MAX_DEPTH`] levels deep. Chains of operators (`a * b / c ...`) and
+//! of method calls (`a.f(..).g(..) ...`) are kept flat, as lists, and are
+//! evaluated in a loop: their length is limited only by `MAX_LEN`, and no
+//! part of the library recurses once per link.
 
 use crate::CalcError;
 
-/// Deepest nesting of brackets and calls accepted.
+/// Deepest nesting of brackets and calls accepted (`f(g(x))` is 2 levels,
+/// `((1,2),3)` is 2); operator and method chains add no levels.
 pub const MAX_DEPTH: usize = 64;
+
+/// Longest expression accepted, in bytes (1 MiB).
+pub const MAX_LEN: usize = 1 << 20;
 
 /// An expression, with the 1-based column where it starts.
 #[derive(Debug, Clone, PartialEq)]
@@ -41,18 +52,30 @@ pub enum ExprKind {
     Underscore,
     /// A bare name such as `float16` or `True`.
     Name(String),
-    /// `name(args, key=value)` or `receiver.name(args)` (the receiver first).
+    /// `name(args, key=value)`.
     Call {
-        /// Function or method name.
+        /// Function name.
         name: String,
-        /// The receiver of a method call.
-        receiver: Option<Box<Expr>>,
         /// Positional arguments.
         args: Vec<Expr>,
-        /// Keyword arguments in order.
+        /// Keyword arguments in order (each name at most once).
         kwargs: Vec<(String, Expr)>,
     },
-    /// `lhs op rhs` for `:`, `*`, `/`, `==`.
+    /// `receiver.f(..).g(..)...`: method calls applied left to right.
+    Methods {
+        /// What the first method is called on.
+        receiver: Box<Expr>,
+        /// The calls, in order (at least one).
+        calls: Vec<MethodCall>,
+    },
+    /// `first * a / b ...`: `*` and `/` applied left to right.
+    Chain {
+        /// The leftmost operand.
+        first: Box<Expr>,
+        /// Each operator with its right operand, in order (at least one).
+        links: Vec<Link>,
+    },
+    /// `lhs op rhs` for `:` and `==`.
     Binary {
         /// The operator.
         op: BinaryOp,
@@ -61,6 +84,30 @@ pub enum ExprKind {
         /// Right operand.
         rhs: Box<Expr>,
     },
+}
+
+/// One method call of a chain: `.name(args, key=value)`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MethodCall {
+    /// Method name.
+    pub name: String,
+    /// Positional arguments (after the receiver).
+    pub args: Vec<Expr>,
+    /// Keyword arguments in order (each name at most once).
+    pub kwargs: Vec<(String, Expr)>,
+    /// The 1-based column of the method's name.
+    pub column: usize,
+}
+
+/// One link of an operator chain: `* rhs` or `/ rhs`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Link {
+    /// `*` or `/`.
+    pub op: BinaryOp,
+    /// The right operand.
+    pub rhs: Expr,
+    /// The 1-based column of the operator.
+    pub column: usize,
 }
 
 /// Binary operators.
@@ -120,12 +167,32 @@ fn lex(text: &str) -> Result<Vec<(Token, usize)>, CalcError> {
             let ch = text[i..].chars().next().unwrap_or('?');
             return Err(CalcError::at(
                 column,
-                format!("unexpected character '{ch}'"),
+                format!("unexpected character {}", describe_char(ch)),
             ));
         }
     }
     tokens.push((Token::End, text.len() + 1));
     Ok(tokens)
+}
+
+/// A character for an error message: printable ASCII as itself, letters
+/// beyond ASCII with their code point, anything else (controls, NUL,
+/// invisible formatting) only as its code point, never raw.
+///
+/// ```
+/// let err = retile_calc::parse("size(\u{0})").unwrap_err();
+/// assert_eq!(err.to_string(), "at column 6: unexpected character U+0000");
+/// let err = retile_calc::parse("size(é)").unwrap_err();
+/// assert_eq!(err.to_string(), "at column 6: unexpected character 'é' (U+00E9)");
+/// ```
+pub fn describe_char(ch: char) -> String {
+    if ch.is_ascii_graphic() {
+        format!("'{ch}'")
+    } else if ch.is_alphanumeric() {
+        format!("'{ch}' (U+{:04X})", ch as u32)
+    } else {
+        format!("U+{:04X}", ch as u32)
+    }
 }
 
 /// Parses one expression; the whole text must be consumed.
@@ -135,8 +202,16 @@ fn lex(text: &str) -> Result<Vec<(Token, usize)>, CalcError> {
 /// assert!(parse("composition((4,2):(2,1), <2:1,_>)").is_ok());
 /// let err = parse("coalesce((2,2):(1,2)").unwrap_err();
 /// assert_eq!(err.column(), Some(21));
+/// let err = parse("reduce(spatial(3, 4), dims=[0], dims=[1])").unwrap_err();
+/// assert_eq!(err.to_string(), "at column 33: keyword argument 'dims' repeated; give it once");
 /// ```
 pub fn parse(text: &str) -> Result<Expr, CalcError> {
+    if text.len() > MAX_LEN {
+        return Err(CalcError::new(format!(
+            "the expression is {} bytes long, more than the limit of {MAX_LEN} bytes (1 MiB); split it into several",
+            text.len()
+        )));
+    }
     let mut parser = Parser {
         tokens: lex(text)?,
         pos: 0,
@@ -205,7 +280,10 @@ impl Parser {
         if self.depth > MAX_DEPTH {
             return Err(CalcError::at(
                 self.column(),
-                format!("expression nested deeper than {MAX_DEPTH} levels"),
+                format!(
+                    "expression nested deeper than {MAX_DEPTH} levels of brackets and calls, the limit; \
+                     split it into several expressions"
+                ),
             ));
         }
         let lhs = self.product()?;
@@ -220,18 +298,32 @@ impl Parser {
         Ok(result)
     }
 
+    /// A chain of `*` and `/`, kept flat (see the module docs).
     fn product(&mut self) -> Result<Expr, CalcError> {
-        let mut lhs = self.layout()?;
+        let first = self.layout()?;
+        let mut links = Vec::new();
         loop {
             let op = match self.peek() {
                 Token::Punct("*") => BinaryOp::Mul,
                 Token::Punct("/") => BinaryOp::Div,
-                _ => return Ok(lhs),
+                _ => break,
             };
+            let column = self.column();
             self.advance();
             let rhs = self.layout()?;
-            lhs = binary(op, lhs, rhs);
+            links.push(Link { op, rhs, column });
         }
+        if links.is_empty() {
+            return Ok(first);
+        }
+        let column = first.column;
+        Ok(Expr {
+            kind: ExprKind::Chain {
+                first: Box::new(first),
+                links,
+            },
+            column,
+        })
     }
 
     fn layout(&mut self) -> Result<Expr, CalcError> {
@@ -243,8 +335,10 @@ impl Parser {
         Ok(lhs)
     }
 
+    /// A chain of method calls, kept flat (see the module docs).
     fn postfix(&mut self) -> Result<Expr, CalcError> {
-        let mut expr = self.primary()?;
+        let receiver = self.primary()?;
+        let mut calls = Vec::new();
         while self.eat(".") {
             let column = self.column();
             let Token::Name(name) = self.advance() else {
@@ -252,18 +346,24 @@ impl Parser {
             };
             self.expect("(")?;
             let (args, kwargs) = self.args(")")?;
-            let start = expr.column;
-            expr = Expr {
-                kind: ExprKind::Call {
-                    name,
-                    receiver: Some(Box::new(expr)),
-                    args,
-                    kwargs,
-                },
-                column: start,
-            };
+            calls.push(MethodCall {
+                name,
+                args,
+                kwargs,
+                column,
+            });
         }
-        Ok(expr)
+        if calls.is_empty() {
+            return Ok(receiver);
+        }
+        let column = receiver.column;
+        Ok(Expr {
+            kind: ExprKind::Methods {
+                receiver: Box::new(receiver),
+                calls,
+            },
+            column,
+        })
     }
 
     fn primary(&mut self) -> Result<Expr, CalcError> {
@@ -285,12 +385,7 @@ impl Parser {
             Token::Name(name) => {
                 if self.eat("(") {
                     let (args, kwargs) = self.args(")")?;
-                    ExprKind::Call {
-                        name,
-                        receiver: None,
-                        args,
-                        kwargs,
-                    }
+                    ExprKind::Call { name, args, kwargs }
                 } else {
                     ExprKind::Name(name)
                 }
@@ -317,6 +412,7 @@ impl Parser {
     fn args(&mut self, close: &str) -> Result<(Vec<Expr>, Keywords), CalcError> {
         let mut args = Vec::new();
         let mut kwargs = Vec::new();
+        let mut seen = std::collections::HashSet::new();
         if self.eat(close) {
             return Ok((args, kwargs));
         }
@@ -324,11 +420,18 @@ impl Parser {
             let is_keyword = matches!(self.peek(), Token::Name(_))
                 && matches!(self.tokens.get(self.pos + 1), Some((Token::Punct("="), _)));
             if is_keyword {
+                let column = self.column();
                 let Token::Name(key) = self.advance() else {
                     return Err(CalcError::new(
                         "internal error: keyword argument without a name",
                     ));
                 };
+                if !seen.insert(key.clone()) {
+                    return Err(CalcError::at(
+                        column,
+                        format!("keyword argument '{key}' repeated; give it once"),
+                    ));
+                }
                 self.advance();
                 kwargs.push((key, self.expr()?));
             } else if kwargs.is_empty() {
