@@ -46,15 +46,29 @@ pub fn tuple_value(t: &IntTuple) -> Value {
     }
 }
 
+/// Checks the number of arguments: from `min` to `max` (`usize::MAX`: no
+/// upper bound).
+///
+/// ```
+/// let err = retile_calc::evaluate("make_layout()").unwrap_err();
+/// assert_eq!(err.message(), "make_layout takes at least 1 argument, got 0");
+/// let err = retile_calc::evaluate("coalesce(4:1, 4, 4)").unwrap_err();
+/// assert_eq!(err.message(), "coalesce takes 1 or 2 arguments, got 3");
+/// ```
 fn arity(name: &str, args: &[Value], min: usize, max: usize) -> Result<(), CalcError> {
     if args.len() < min || args.len() > max {
+        let noun = |n: usize| if n == 1 { "argument" } else { "arguments" };
         let wanted = if min == max {
-            format!("{min}")
+            format!("{min} {}", noun(min))
+        } else if max == usize::MAX {
+            format!("at least {min} {}", noun(min))
+        } else if max == min + 1 {
+            format!("{min} or {max} {}", noun(max))
         } else {
-            format!("{min} to {max}")
+            format!("{min} to {max} {}", noun(max))
         };
         return Err(CalcError::new(format!(
-            "{name} takes {wanted} arguments, got {}",
+            "{name} takes {wanted}, got {}",
             args.len()
         )));
     }
@@ -151,8 +165,12 @@ fn dispatch(name: &str, args: &[Value]) -> Result<Value, CalcError> {
         }
         "mode" => {
             arity(name, args, 2, 2)?;
-            let i = usize::try_from(args[1].to_int()?)
-                .map_err(|_| CalcError::new("a mode index is not negative"))?;
+            let index = args[1].to_int()?;
+            let i = usize::try_from(index).map_err(|_| {
+                CalcError::new(format!(
+                    "mode index {index} is negative; modes are numbered from 0"
+                ))
+            })?;
             layout(0)?.mode(i)?
         }
         _ => return unary_or_query(name, args),

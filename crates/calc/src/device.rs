@@ -2,7 +2,7 @@
 
 use retile_device::{DeviceDType, DeviceLayout, StridedLayout};
 
-use crate::args::{arg, check_keywords, keyword, need};
+use crate::args::bind;
 use crate::value::Value;
 use crate::CalcError;
 
@@ -66,22 +66,26 @@ pub fn call(
 fn dispatch(name: &str, args: &[Value], kwargs: &[(String, Value)]) -> Result<Value, CalcError> {
     let err = |e: retile_device::DeviceError| CalcError::new(e.to_string());
     if name == "device_layout" {
-        check_keywords(
+        let bound = bind(
             name,
+            args,
             kwargs,
-            &["host_size", "dtype", "dim_order", "device_size", "dim_map"],
+            &["host_size", "dtype", "dim_order"],
+            &["device_size", "dim_map"],
         )?;
-        let host = sizes(need(name, args, kwargs, 0, "host_size")?)?;
-        let dt = dtype(need(name, args, kwargs, 1, "dtype")?)?;
+        let host = sizes(bound.need("host_size")?)?;
+        let dt = dtype(bound.need("dtype")?)?;
         let made = match (
-            arg(args, kwargs, 2, "dim_order"),
-            keyword(kwargs, "device_size"),
-            keyword(kwargs, "dim_map"),
+            bound.get("dim_order"),
+            bound.get("device_size"),
+            bound.get("dim_map"),
         ) {
-            (_, Some(device), Some(map)) => {
-                DeviceLayout::explicit(&host, &sizes(device)?, &map.to_ints()?, dt)
+            (None, Some(device), Some(_)) => {
+                DeviceLayout::explicit(&host, &sizes(device)?, &bound.ints("dim_map")?, dt)
             }
-            (Some(order), None, None) => DeviceLayout::with_dim_order(&host, dt, &order.to_ints()?),
+            (Some(_), None, None) => {
+                DeviceLayout::with_dim_order(&host, dt, &bound.ints("dim_order")?)
+            }
             (None, None, None) => DeviceLayout::default_for(&host, dt),
             _ => {
                 return Err(CalcError::new(
@@ -91,31 +95,31 @@ fn dispatch(name: &str, args: &[Value], kwargs: &[(String, Value)]) -> Result<Va
         };
         return made.map(Value::Device).map_err(err);
     }
-    check_keywords(name, kwargs, &["host_stride"])?;
-    let l = layout(need(name, args, kwargs, 0, "layout")?)?;
+    let params: &[&'static str] = match name {
+        "host_coord" | "device_offset" => &["layout", "coord"],
+        "view" => &["layout", "size"],
+        "cute" => &["layout", "host_stride"],
+        _ => &["layout"],
+    };
+    let bound = bind(name, args, kwargs, params, &[])?;
+    let l = layout(bound.need("layout")?)?;
     Ok(match name {
-        "host_coord" => match l
-            .host_coord(&sizes(need(name, args, kwargs, 1, "coord")?)?)
-            .map_err(err)?
-        {
+        "host_coord" => match l.host_coord(&sizes(bound.need("coord")?)?).map_err(err)? {
             Some(h) => Value::Tuple(h.into_iter().map(|x| Value::Int(x as i64)).collect()),
             None => Value::Name("padding".into()),
         },
         "device_offset" => Value::Int(
-            l.device_offset(&sizes(need(name, args, kwargs, 1, "coord")?)?)
+            l.device_offset(&sizes(bound.need("coord")?)?)
                 .map_err(err)? as i64,
         ),
         "device_bytes" => Value::Int(l.device_bytes() as i64),
         "host_stick_dim" => l
             .host_stick_dim()
             .map_or(Value::Name("none".into()), |d| Value::Int(d as i64)),
-        "view" => Value::Device(
-            l.view(&sizes(need(name, args, kwargs, 1, "size")?)?)
-                .map_err(err)?,
-        ),
+        "view" => Value::Device(l.view(&sizes(bound.need("size")?)?).map_err(err)?),
         _ => {
-            let stride = match arg(args, kwargs, 1, "host_stride") {
-                Some(v) => v.to_ints()?,
+            let stride = match bound.get("host_stride") {
+                Some(_) => bound.ints("host_stride")?,
                 None => StridedLayout::contiguous(l.host_size().to_vec())
                     .stride()
                     .to_vec(),

@@ -3,7 +3,7 @@
 
 use retile_register::{self as reg, RegisterError, RegisterLayout};
 
-use crate::args::{arg, check_keywords, keyword, need};
+use crate::args::bind;
 use crate::value::Value;
 use crate::CalcError;
 
@@ -67,7 +67,10 @@ pub fn call(
     args: &[Value],
     kwargs: &[(String, Value)],
 ) -> Option<Result<Value, CalcError>> {
-    let on_register = matches!(args.first(), Some(Value::Register(_)));
+    let layout = args
+        .first()
+        .or_else(|| kwargs.iter().find(|(k, _)| k == "layout").map(|(_, v)| v));
+    let on_register = matches!(layout, Some(Value::Register(_)));
     if !(FUNCTIONS.contains(&name) || (SHARED.contains(&name) && on_register)) {
         return None;
     }
@@ -82,8 +85,13 @@ fn compose_method(
     args: &[Value],
     kwargs: &[(String, Value)],
 ) -> Result<Value, CalcError> {
-    let receiver = register(&args[0])?;
-    let inner = primitive(name, &args[1..], kwargs)?;
+    let Some((receiver, shape)) = args.split_first() else {
+        return Err(CalcError::new(format!(
+            "the method {name} needs a register layout to be called on"
+        )));
+    };
+    let receiver = register(receiver)?;
+    let inner = primitive(name, shape, kwargs)?;
     Ok(Value::Register(receiver.compose(&inner)?))
 }
 
@@ -102,10 +110,6 @@ fn ints(values: &[Value]) -> Result<Vec<i64>, CalcError> {
     values.iter().map(Value::to_int).collect()
 }
 
-fn ranks(kwargs: &[(String, Value)]) -> Result<Option<Vec<i64>>, CalcError> {
-    keyword(kwargs, "ranks").map(Value::to_ints).transpose()
-}
-
 fn dispatch(name: &str, args: &[Value], kwargs: &[(String, Value)]) -> Result<Value, CalcError> {
     let r = Value::Register;
     match name {
@@ -113,61 +117,56 @@ fn dispatch(name: &str, args: &[Value], kwargs: &[(String, Value)]) -> Result<Va
             primitive(name, args, kwargs).map(r)
         }
         "replicated" => {
-            check_keywords(name, kwargs, &["num_workers"])?;
-            let workers = keyword(kwargs, "num_workers")
-                .map(Value::to_int)
-                .transpose()?
-                .unwrap_or(1);
+            let bound = bind(name, &[], kwargs, &[], &["num_workers"])?;
+            let workers = bound.int_or("num_workers", 1)?;
             Ok(r(reg::replicated(&ints(args)?, workers)?))
         }
         "register_layout" => {
             let keys = ["shape", "mode_shape", "spatial_modes", "local_modes"];
-            check_keywords(name, kwargs, &keys)?;
-            let [a, b, c, d] =
-                [0, 1, 2, 3].map(|i| need(name, args, kwargs, i, keys[i]).and_then(Value::to_ints));
+            let bound = bind(name, args, kwargs, &keys, &[])?;
+            let [a, b, c, d] = keys.map(|k| bound.ints(k));
             Ok(r(RegisterLayout::new(&a?, &b?, &c?, &d?)?))
         }
         "auto_local_spatial" => {
-            check_keywords(name, kwargs, &["num_threads", "shape"])?;
-            let threads = need(name, args, kwargs, 0, "num_threads")?.to_int()?;
+            let bound = bind(name, args, kwargs, &["num_threads", "shape"], &[])?;
             Ok(r(reg::auto_local_spatial(
-                threads,
-                &need(name, args, kwargs, 1, "shape")?.to_ints()?,
+                bound.int("num_threads")?,
+                &bound.ints("shape")?,
             )?))
         }
         "compose" | "concat" | "divide" | "left_divide" => binary(name, args, kwargs).map(r),
         "from_tv" => {
-            check_keywords(name, kwargs, &["tv", "shape"])?;
-            let tv = need(name, args, kwargs, 0, "tv")?.to_layout()?;
-            Ok(r(RegisterLayout::from_tv(
-                &tv,
-                &need(name, args, kwargs, 1, "shape")?.to_ints()?,
-            )?))
+            let bound = bind(name, args, kwargs, &["tv", "shape"], &[])?;
+            let tv = bound.need("tv")?.to_layout()?;
+            Ok(r(RegisterLayout::from_tv(&tv, &bound.ints("shape")?)?))
         }
         _ => unary(name, args, kwargs),
     }
 }
 
+/// `spatial(2, 3, ranks=[1, 0])` and the other primitives: the positional
+/// arguments are the shape.
 fn primitive(
     name: &str,
     args: &[Value],
     kwargs: &[(String, Value)],
 ) -> Result<RegisterLayout, CalcError> {
-    check_keywords(
-        name,
-        kwargs,
-        if name.starts_with("column") {
-            &[]
-        } else {
-            &["ranks"]
-        },
-    )?;
+    let keywords: &[&'static str] = if name.starts_with("column") {
+        &[]
+    } else {
+        &["ranks"]
+    };
+    let bound = bind(name, &[], kwargs, &[], keywords)?;
+    let ranks = bound
+        .get("ranks")
+        .map(|_| bound.ints("ranks"))
+        .transpose()?;
     let shape = ints(args)?;
     Ok(match name {
-        "spatial" => reg::spatial_ranked(&shape, ranks(kwargs)?.as_deref())?,
+        "spatial" => reg::spatial_ranked(&shape, ranks.as_deref())?,
         "column_spatial" => reg::column_spatial(&shape)?,
         "column_local" => reg::column_local(&shape)?,
-        _ => reg::local_ranked(&shape, ranks(kwargs)?.as_deref())?,
+        _ => reg::local_ranked(&shape, ranks.as_deref())?,
     })
 }
 
@@ -176,11 +175,12 @@ fn binary(
     args: &[Value],
     kwargs: &[(String, Value)],
 ) -> Result<RegisterLayout, CalcError> {
-    check_keywords(name, kwargs, &[])?;
+    bind(name, &[], kwargs, &[], &[])?;
     if args.len() != 2 {
         return Err(CalcError::new(format!(
-            "{name} takes 2 register layouts, got {} arguments",
-            args.len()
+            "{name} takes 2 register layouts, got {} argument{}",
+            args.len(),
+            if args.len() == 1 { "" } else { "s" }
         )));
     }
     let (a, b) = (register(&args[0])?, register(&args[1])?);
@@ -192,14 +192,10 @@ fn binary(
     })
 }
 
+/// Functions of one register layout, `layout` first (the receiver of a
+/// method call), then each function's own parameters.
 fn unary(name: &str, args: &[Value], kwargs: &[(String, Value)]) -> Result<Value, CalcError> {
-    let l = register(need(name, args, kwargs, 0, "layout")?)?;
-    let list = |i: usize, key: &str| need(name, args, kwargs, i, key).and_then(Value::to_ints);
-    let int_or = |i: usize, key: &str, default: i64| {
-        arg(args, kwargs, i, key).map_or(Ok(default), Value::to_int)
-    };
-    let r = Value::Register;
-    let allowed: &[&str] = match name {
+    let params: &[&'static str] = match name {
         "reduce" => &["layout", "dims", "keepdims"],
         "squeeze" | "unsqueeze" | "permute" => &["layout", "dims"],
         "reduce_to" | "reshape" => &["layout", "shape"],
@@ -208,27 +204,26 @@ fn unary(name: &str, args: &[Value], kwargs: &[(String, Value)]) -> Result<Value
         "element" => &["layout", "thread", "local"],
         _ => &["layout"],
     };
-    check_keywords(name, kwargs, allowed)?;
+    let bound = bind(name, args, kwargs, params, &[])?;
+    let l = register(bound.need("layout")?)?;
+    let r = Value::Register;
     Ok(match name {
-        "reduce" => {
-            let keep = matches!(arg(args, kwargs, 2, "keepdims"), Some(Value::Bool(true)));
-            r(l.reduce(&list(1, "dims")?, keep)?)
-        }
-        "squeeze" => r(l.squeeze(&list(1, "dims")?)?),
-        "unsqueeze" => r(l.unsqueeze(&list(1, "dims")?)?),
-        "permute" => r(l.permute(&list(1, "dims")?)?),
-        "reduce_to" => r(l.reduce_to(&list(1, "shape")?)?),
-        "reshape" => r(l.reshape(&list(1, "shape")?)?),
-        "flatten" => r(l.flatten(int_or(1, "start_dim", 0)?, int_or(2, "end_dim", -1)?)?),
+        "reduce" => r(l.reduce(&bound.ints("dims")?, bound.bool_or("keepdims", false)?)?),
+        "squeeze" => r(l.squeeze(&bound.ints("dims")?)?),
+        "unsqueeze" => r(l.unsqueeze(&bound.ints("dims")?)?),
+        "permute" => r(l.permute(&bound.ints("dims")?)?),
+        "reduce_to" => r(l.reduce_to(&bound.ints("shape")?)?),
+        "reshape" => r(l.reshape(&bound.ints("shape")?)?),
+        "flatten" => r(l.flatten(bound.int_or("start_dim", 0)?, bound.int_or("end_dim", -1)?)?),
         "tv_layout" => Value::Layout(l.tv_layout()?),
         "holders" => Value::List(
-            l.holders(&list(1, "coord")?)?
+            l.holders(&bound.ints("coord")?)?
                 .into_iter()
                 .map(|(t, v)| Value::Tuple(vec![Value::Int(t), Value::Int(v)]))
                 .collect(),
         ),
         "element" => {
-            let coord = l.element(int_or(1, "thread", 0)?, int_or(2, "local", 0)?)?;
+            let coord = l.element(bound.int_or("thread", 0)?, bound.int_or("local", 0)?)?;
             Value::Tuple(coord.into_iter().map(Value::Int).collect())
         }
         "num_threads" => Value::Int(l.num_threads()?),
