@@ -4,14 +4,16 @@ use std::io::{self, BufRead, Write};
 use std::process::ExitCode;
 
 use clap::Args;
-use retile_calc::{evaluate, CalcError, Value};
+use retile_calc::{evaluate, CalcError, Value, MAX_LEN};
 
 /// Arguments of `retile eval`.
 #[derive(Args)]
 pub struct EvalArgs {
     /// Expressions to evaluate, one result line each.
     expressions: Vec<String>,
-    /// Read one expression per line from stdin; write one line per input line.
+    /// Read one expression per line from stdin; write one line per input
+    /// line (`error: ...` for a bad one, a line over 1 MiB or one that is
+    /// not UTF-8 included).
     #[arg(long)]
     batch: bool,
 }
@@ -31,18 +33,103 @@ fn result_line(text: &str) -> (String, bool) {
     }
 }
 
+/// Why writing the output failed, for the one-line error.
+pub(crate) fn write_error(e: io::Error) -> String {
+    format!("cannot write the output: {e}")
+}
+
+/// Writes `text` to stdout and flushes it, returning an error instead of
+/// panicking when stdout is full or closed.
+pub(crate) fn write_stdout(text: &str) -> Result<(), String> {
+    let mut out = io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(write_error)
+}
+
+/// One line of input, read with a cap on what is kept in memory.
+enum Line {
+    /// The line's bytes, its `\n` (and a `\r` before it) removed.
+    Bytes(Vec<u8>),
+    /// A line longer than the cap: its length in bytes; the rest was skipped.
+    TooLong(usize),
+}
+
+/// Reads one line keeping at most `cap` bytes of it: a longer line is
+/// skipped to its end and reported by length. `None` at the end of input.
+fn read_line(input: &mut impl BufRead, cap: usize) -> io::Result<Option<Line>> {
+    let mut kept = Vec::new();
+    let mut length = 0usize;
+    let mut any = false;
+    loop {
+        let chunk = match input.fill_buf() {
+            Ok(chunk) => chunk,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if chunk.is_empty() {
+            break;
+        }
+        any = true;
+        let newline = chunk.iter().position(|&b| b == b'\n');
+        let part = &chunk[..newline.unwrap_or(chunk.len())];
+        // one byte over the cap is kept, so that a '\r' ending a line of
+        // exactly `cap` bytes can be told from a longer line
+        let room = (cap + 1).saturating_sub(kept.len());
+        kept.extend_from_slice(&part[..part.len().min(room)]);
+        length = length.saturating_add(part.len());
+        let used = newline.map_or(chunk.len(), |i| i + 1);
+        input.consume(used);
+        if newline.is_some() {
+            break;
+        }
+    }
+    if !any {
+        return Ok(None);
+    }
+    if length == kept.len() && kept.last() == Some(&b'\r') {
+        kept.pop();
+        length -= 1;
+    }
+    Ok(Some(if length > cap {
+        Line::TooLong(length)
+    } else {
+        Line::Bytes(kept)
+    }))
+}
+
+/// The output line for one line of `--batch` input.
+fn batch_line(line: Line) -> String {
+    match line {
+        Line::TooLong(length) => format!(
+            "error: the line is {length} bytes long, more than the limit of {MAX_LEN} bytes (1 MiB); split the expression"
+        ),
+        Line::Bytes(bytes) => match std::str::from_utf8(&bytes) {
+            Ok(text) => result_line(text).0,
+            Err(e) => format!(
+                "error: the line is not UTF-8 text (byte 0x{:02X} at column {}); write expressions in ASCII",
+                bytes[e.valid_up_to()],
+                e.valid_up_to() + 1
+            ),
+        },
+    }
+}
+
 /// `retile eval`: one line per expression; `--batch` reads stdin and always
-/// exits 0 unless stdin cannot be read.
+/// exits 0 unless stdin cannot be read or stdout written.
 pub fn eval(args: &EvalArgs) -> Result<ExitCode, String> {
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
     let mut all_ok = true;
     if args.batch {
-        for line in io::stdin().lock().lines() {
-            let line = line.map_err(|e| format!("cannot read stdin: {e}"))?;
-            writeln!(out, "{}", result_line(&line).0).map_err(|e| e.to_string())?;
+        let stdin = io::stdin();
+        let mut input = stdin.lock();
+        while let Some(line) =
+            read_line(&mut input, MAX_LEN).map_err(|e| format!("cannot read stdin: {e}"))?
+        {
+            writeln!(out, "{}", batch_line(line)).map_err(write_error)?;
         }
-        out.flush().map_err(|e| e.to_string())?;
+        out.flush().map_err(write_error)?;
         return Ok(ExitCode::SUCCESS);
     }
     if args.expressions.is_empty() {
@@ -54,9 +141,9 @@ pub fn eval(args: &EvalArgs) -> Result<ExitCode, String> {
     for text in &args.expressions {
         let (line, ok) = result_line(text);
         all_ok &= ok;
-        writeln!(out, "{line}").map_err(|e| e.to_string())?;
+        writeln!(out, "{line}").map_err(write_error)?;
     }
-    out.flush().map_err(|e| e.to_string())?;
+    out.flush().map_err(write_error)?;
     Ok(if all_ok {
         ExitCode::SUCCESS
     } else {
@@ -78,17 +165,19 @@ fn drawing(value: &Value) -> Result<String, CalcError> {
 pub fn show(args: &ShowArgs) -> Result<ExitCode, String> {
     match evaluate(&args.expression).and_then(|v| drawing(&v)) {
         Ok(text) => {
-            print!("{text}");
+            write_stdout(&text)?;
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => Err(pointed(&args.expression, &e)),
     }
 }
 
-/// The error message with the expression and a caret under the column.
+/// The error message with the expression and a caret under the column
+/// (the expression only when it is one printable line).
 fn pointed(text: &str, e: &CalcError) -> String {
+    let printable = text.len() <= 200 && text.chars().all(|c| c == ' ' || c.is_ascii_graphic());
     match e.column() {
-        Some(c) => format!("{e}\n  {text}\n  {}^", " ".repeat(c.saturating_sub(1))),
-        None => e.to_string(),
+        Some(c) if printable => format!("{e}\n  {text}\n  {}^", " ".repeat(c.saturating_sub(1))),
+        _ => e.to_string(),
     }
 }

@@ -24,16 +24,34 @@ pub struct PlanCopyArgs {
     /// Bits of the widest access.
     #[arg(long, default_value_t = 128)]
     max_bits: i64,
-    /// GPU architecture (e.g. gfx942), when it matters.
+    /// GPU architecture: an AMD gfx name (gfx90a, gfx942, gfx950, ...) or an NVIDIA sm_ name (sm_80, sm_90a, ...).
     #[arg(long)]
     target: Option<String>,
-    /// How many threads' accesses to list.
+    /// How many threads' accesses to list (at most 1024).
     #[arg(long, default_value_t = 2)]
     show_threads: i64,
 }
 
-fn layout(text: &str) -> Result<Layout, String> {
-    text.parse().map_err(|e| format!("{text}: {e}"))
+/// The most threads whose accesses `--show-threads` lists.
+const MAX_SHOWN_THREADS: i64 = 1024;
+
+/// `text` with control characters (and other invisible ones) written as
+/// `U+XXXX`, so that an error never echoes them raw to the terminal.
+fn printable(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c == ' ' || c.is_ascii_graphic() || (!c.is_ascii() && c.is_alphanumeric()) {
+                c.to_string()
+            } else {
+                format!("U+{:04X}", c as u32)
+            }
+        })
+        .collect()
+}
+
+fn layout(option: &str, text: &str) -> Result<Layout, String> {
+    text.parse()
+        .map_err(|e| printable(&format!("{option} {text}: {e}")))
 }
 
 fn list(accesses: &[Access]) -> String {
@@ -80,20 +98,29 @@ fn describe(t: &Transpose, show: i64) -> Result<String, String> {
 
 /// `retile plan copy`.
 pub fn plan(args: &PlanCopyArgs) -> Result<ExitCode, String> {
+    if !(0..=MAX_SHOWN_THREADS).contains(&args.show_threads) {
+        return Err(format!(
+            "--show-threads: give 0 to {MAX_SHOWN_THREADS}, got {}",
+            args.show_threads
+        ));
+    }
     let mut request = TransposeRequest::new(
         args.threads,
         args.element_bits,
         args.max_bits,
-        layout(&args.src)?,
-        layout(&args.dst)?,
+        layout("--src", &args.src)?,
+        layout("--dst", &args.dst)?,
     );
     if let Some(target) = &args.target {
+        retile_calc::copy::check_target(target)
+            .map_err(|e| printable(&format!("--target: {e}")))?;
         request = request.with_target(target);
     }
     let plan = request.plan().map_err(|e| e.to_string())?;
-    println!("{plan}");
+    let mut text = format!("{plan}\n");
     if let TransposePlan::Applies(t) = &plan {
-        print!("{}", describe(t, args.show_threads)?);
+        text += &describe(t, args.show_threads)?;
     }
+    crate::calc_cmd::write_stdout(&text)?;
     Ok(ExitCode::SUCCESS)
 }
