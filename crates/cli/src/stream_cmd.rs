@@ -146,6 +146,11 @@ impl Source {
     /// The next piece of input, at most `buf.len()` bytes (empty = end).
     fn next<'a>(&'a mut self, buf: &'a mut [u8]) -> Result<&'a [u8], String> {
         if let Source::Mapped { map, at } = self {
+            // The pieces before are tiled: unmap their pages (they stay in
+            // the page cache), so that the process holds one piece of the
+            // file, not all of it.
+            // SAFETY: the range was read and is never read again.
+            let _ = unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, 0, *at) };
             let piece = &map[*at..(*at + buf.len()).min(map.len())];
             *at += piece.len();
             return Ok(piece);
