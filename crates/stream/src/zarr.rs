@@ -311,16 +311,18 @@ impl ShardWrite<'_> {
                 .map(|m| self.store.encode(self.epoch.tile(m.slot)))
                 .collect::<Result<_, _>>()?;
             let started = Instant::now();
-            for (member, bytes) in batch.iter().zip(encoded) {
+            let mut offset = out.offset();
+            for (member, bytes) in batch.iter().zip(&encoded) {
                 shard.index[member.inner] = match bytes {
                     None => MISSING,
                     Some(bytes) => {
-                        let entry = [out.offset(), bytes.len() as u64];
-                        out.push(&bytes).map_err(io)?;
-                        entry
+                        offset += bytes.len() as u64;
+                        [offset - bytes.len() as u64, bytes.len() as u64]
                     }
                 };
             }
+            let parts: Vec<&[u8]> = encoded.iter().flatten().map(|b| &b[..]).collect();
+            out.push_all(&parts).map_err(io)?;
             Counters::add_time(&self.store.counters.write_nanos, started);
         }
         finish_shard(self.store, out, &shard.index, self.close).map_err(io)
