@@ -79,7 +79,8 @@ pub struct StreamArgs {
     /// (direct I/O is used wherever the output's file system takes it).
     #[arg(long)]
     buffered_io: bool,
-    /// Files encoded and written at once (1 to 256; default 16).
+    /// Files encoded and written at once (1 to 256; default 16 without
+    /// compression, two per core, 4 to 16, with it).
     #[arg(long)]
     writers: Option<usize>,
     /// Dimension names, slowest first (e.g. t,y,x).

@@ -53,8 +53,9 @@ pub struct ZarrOptions {
     /// bandwidth on many machines, and a recording is not read back soon.
     pub buffered_io: bool,
     /// How many files are encoded and written at once (1 to
-    /// [`MAX_WRITERS`]); `None` = 16. A write waits on the disk, so more
-    /// writers than cores keep the disk busy.
+    /// [`MAX_WRITERS`]); `None` = 16 without compression (a write waits on
+    /// the disk, so more writers than cores keep it busy), two per core
+    /// (4 to 16) with it (compression keeps each writer on a core).
     pub writers: Option<usize>,
     /// Replace a Zarr store already at `path` (deleting it first). Without
     /// it, a path that exists and is not an empty directory is refused.
@@ -155,7 +156,10 @@ impl ZarrSink {
                 )));
             }
         }
-        let writers = self.options.writers.unwrap_or(16);
+        let writers = self
+            .options
+            .writers
+            .unwrap_or_else(|| default_writers(self.options.codec));
         if !(1..=MAX_WRITERS).contains(&writers) {
             return Err(StreamError::Invalid(format!(
                 "a Zarr sink needs 1 to {MAX_WRITERS} writer threads, not {writers}"
@@ -226,6 +230,20 @@ impl ZarrSink {
         builder
             .build(store, "/")
             .map_err(|e| Self::fail(path, "creating the array", e))
+    }
+}
+
+/// Writer threads when none are asked for: 16 without compression (each
+/// waits on the disk, and many writes in flight keep it busy); with
+/// compression, which keeps every writer on a core, two per core (at least
+/// 4, at most 16), so that fewer threads than tiles share the caches.
+fn default_writers(codec: Codec) -> usize {
+    match codec {
+        Codec::None => 16,
+        _ => {
+            let cores = std::thread::available_parallelism().map_or(4, |n| n.get());
+            (2 * cores).clamp(4, 16)
+        }
     }
 }
 
