@@ -7,6 +7,7 @@ mod calc_cmd;
 mod copy_cmd;
 mod stream_cmd;
 
+use std::io::Write;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -97,7 +98,8 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(message) => {
-            eprintln!("retile: {message}");
+            // a closed or full stderr leaves nowhere to say it: the exit status does
+            let _ = writeln!(std::io::stderr(), "retile: {message}");
             ExitCode::FAILURE
         }
     }

@@ -427,7 +427,11 @@ fn run(
         Ending::Interrupted => {
             let summary = finished.map_err(|e| format!("interrupted: {e}"))?;
             report(&summary, busy, output)?;
-            eprintln!("retile: interrupted: the {} planes taken were written and the store closed", summary.planes);
+            let _ = writeln!(
+                std::io::stderr(),
+                "retile: interrupted: the {} planes taken were written and the store closed",
+                summary.planes
+            );
             Ok(ExitCode::from(130))
         }
     }
