@@ -9,8 +9,10 @@ use crate::layout::{Layout, Modes};
 /// `i ≥ 1`, such that `(A, R)` covers `[0, M)` once when A divides it.
 ///
 /// The modes of `filter(A)` are sorted by stride; each fills the gap below it
-/// (`d_k / current : current`), and a last mode repeats the whole up to `M`.
-/// A must be injective with strides that divide evenly, and non-negative.
+/// (`d_k / current : current`, integer division as in CuTe's C++), and a
+/// last mode repeats the whole up to `M`. A must be injective and
+/// non-negative; strides that do not divide evenly are answered as C++
+/// answers them (then `(A, R)` need not cover `[0, M)`).
 /// `M` may be a shape (an `IntTuple`): it is divided mode by mode, as CuTe does.
 ///
 /// ```
@@ -19,6 +21,11 @@ use crate::layout::{Layout, Modes};
 /// assert_eq!(complement(&a, &IntTuple::Int(24)).unwrap().to_string(), "(2,3):(2,8)");
 /// let b: Layout = "4:2".parse().unwrap();
 /// assert_eq!(complement(&b, &IntTuple::Int(24)).unwrap().to_string(), "(2,3):(1,8)");
+/// // CUTLASS's own cases, whose strides do not divide evenly
+/// let c: Layout = "(4,6):(1,6)".parse().unwrap();
+/// assert_eq!(complement(&c, &IntTuple::Int(34)).unwrap().to_string(), "1:0");
+/// let d: Layout = "(4,10):(1,10)".parse().unwrap();
+/// assert_eq!(complement(&d, &IntTuple::Int(94)).unwrap().to_string(), "2:4");
 /// ```
 pub fn complement(a: &Layout, cotarget: &IntTuple) -> Result<Layout> {
     match cotarget {
@@ -57,8 +64,10 @@ pub(crate) fn complement_leaves(a: &Layout, cotarget: &[i64]) -> Result<Layout> 
         let mut current = 1i64;
         for k in sorted_by_stride(&modes) {
             let (shape, stride) = modes[k];
-            let (quotient, remainder) = div_rem(stride, current);
-            if remainder != 0 || quotient == 0 {
+            // integer division, as CuTe's C++ does: strides that do not
+            // divide evenly are answered; only an extent 0 (A not injective) is not
+            let (quotient, _) = div_rem(stride, current);
+            if quotient == 0 {
                 return Err(LayoutError::ComplementNotDivisible {
                     mode: k,
                     stride,

@@ -90,8 +90,9 @@ pub enum LayoutError {
         /// Where the modes interfere.
         reason: String,
     },
-    /// Complement of a layout that is not injective or whose strides do not divide evenly.
-    #[error("complement needs an injective layout whose sorted strides divide evenly: mode {mode} (stride {stride}) is not a multiple of {covered}, the extent covered by the modes of smaller stride")]
+    /// Complement of a layout that is not injective: a mode's stride lies
+    /// inside the extent the modes of smaller stride already cover.
+    #[error("complement needs an injective layout: mode {mode} (stride {stride}) lies inside the extent {covered} that the modes of smaller stride already cover")]
     ComplementNotDivisible {
         /// Index of the offending mode in the filtered (flattened) layout.
         mode: usize,

@@ -149,6 +149,39 @@ fn same_function(a: &Layout, b: &Layout, count: i64) -> bool {
 proptest! {
     #![proptest_config(config())]
 
+    /// Strides that need not divide evenly (C++'s integer division): the
+    /// complement is still strictly increasing and disjoint from A past 0.
+    #[test]
+    fn complement_of_uneven_strides_is_ordered_and_disjoint(
+        extents in prop::collection::vec(1i64..5, 1..4),
+        gaps in prop::collection::vec(1i64..4, 3),
+        m in 1i64..200,
+    ) {
+        let mut strides = vec![];
+        let mut covered = 1;
+        for (k, &e) in extents.iter().enumerate() {
+            let stride = covered + gaps[k % 3] - 1;
+            strides.push(stride);
+            covered = stride * e;
+        }
+        let text = format!(
+            "({}):({})",
+            extents.iter().map(i64::to_string).collect::<Vec<_>>().join(","),
+            strides.iter().map(i64::to_string).collect::<Vec<_>>().join(",")
+        );
+        let a: Layout = text.parse().unwrap();
+        let r = complement(&a, &IntTuple::Int(m)).unwrap();
+        let image: std::collections::HashSet<i64> =
+            (1..a.size().unwrap()).map(|i| a.eval(i).unwrap()).collect();
+        let mut last = -1;
+        for i in 0..r.size().unwrap() {
+            let v = r.eval(i).unwrap();
+            prop_assert!(v > last, "{} not increasing at {}", r, i);
+            prop_assert!(i == 0 || !image.contains(&v), "{} meets {} at {}", r, a, v);
+            last = v;
+        }
+    }
+
     #[test]
     fn coalesce_keeps_function_and_size(l in any_layout()) {
         let c = coalesce(&l).unwrap();
@@ -339,6 +372,16 @@ fn the_notes_examples_hold() {
         complement(&l("4:2"), &m24).unwrap().to_string(),
         "(2,3):(1,8)"
     );
+    // CUTLASS's unit tests: strides that do not divide evenly, answered as C++ answers them
+    assert_eq!(complement(&l("(4,6):(1,6)"), &IntTuple::Int(34)).unwrap().to_string(), "1:0");
+    assert_eq!(complement(&l("(4,10):(1,10)"), &IntTuple::Int(94)).unwrap().to_string(), "2:4");
+    let product = logical_product(&l("(4,6):(1,6)"), &"3:1".parse::<Tiler>().unwrap()).unwrap();
+    assert_eq!(product.to_string(), "((4,6),3):((1,6),36)");
+    // a layout that is not injective is still refused
+    assert!(matches!(
+        complement(&l("(2,2):(1,1)"), &m24),
+        Err(LayoutError::ComplementNotDivisible { .. })
+    ));
     assert!(matches!(
         composition(&l("(4,3):(1,5)"), &l("6:1")),
         Err(LayoutError::ShapeDivisibility { .. })
