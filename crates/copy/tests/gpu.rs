@@ -1,5 +1,7 @@
-//! GPU permutes against the CPU reference (feature `cuda`). Without a GPU
-//! (or without NVRTC) each test says so and passes without checking.
+//! GPU permutes against the CPU reference (feature `cuda`). The tests that
+//! need a GPU or NVRTC are ignored by default, so a machine without one
+//! reports them as not run; `cargo test --features cuda -- --ignored` runs
+//! them on a GPU machine.
 #![cfg(feature = "cuda")]
 
 use retile_copy::gpu::{compile_only, permute, permute_kernel, Gpu};
@@ -66,26 +68,17 @@ fn transpose_kernels_move_the_units_the_planner_transposes_in_registers() {
 }
 
 #[test]
+#[ignore = "needs an NVIDIA GPU with its driver and NVRTC: run with --ignored on a GPU machine"]
 fn generated_kernels_compile_with_nvrtc() {
-    // SAFETY: only probes whether the shared library can be loaded.
-    if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
-        eprintln!("skipped: NVRTC (libnvrtc.so) not found; no kernel compiled");
-        return;
-    }
     for p in cases() {
         compile_only(&permute_kernel(&p, 132).source, "sm_90").unwrap();
     }
 }
 
 #[test]
+#[ignore = "needs an NVIDIA GPU with its driver and NVRTC: run with --ignored on a GPU machine"]
 fn permutes_match_the_reference() {
-    let gpu = match Gpu::open() {
-        Ok(gpu) => gpu,
-        Err(e) => {
-            eprintln!("skipped: {e}");
-            return;
-        }
-    };
+    let gpu = Gpu::open().expect("a GPU: this test runs only with --ignored on a GPU machine");
     let mut rng = Rng(11);
     for p in cases() {
         let bytes = p.elements() as usize * p.element_bytes;
