@@ -19,6 +19,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     compiled.launch(&d_in, &mut d_out)?;
     let out = gpu.stream().memcpy_dtov(&d_out)?;
     assert_eq!(out, permute_reference(&p, &input)?);
-    println!("{} on {}: {} bytes permuted, equal to the CPU reference", "NCHW -> NHWC f32", gpu.name(), out.len());
+    println!("NCHW -> NHWC f32 on {}: {} bytes permuted, equal to the CPU reference", gpu.name(), out.len());
     Ok(())
 }

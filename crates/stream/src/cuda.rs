@@ -312,9 +312,9 @@ extern "C" __global__ void __launch_bounds__(256) retile_scatter(const elem_t* _
         } else {
             launch.arg(&planes32).arg(&units32);
         }
-        launch
-            .launch(cfg)
-            .map_err(driver("launching the scatter kernel"))?;
+        // SAFETY: the kernel's arguments match its signature, and the
+        // caller guarantees the buffers (this function's `# Safety`).
+        unsafe { launch.launch(cfg) }.map_err(driver("launching the scatter kernel"))?;
         Ok(())
     }
 }
@@ -454,6 +454,7 @@ impl CudaTileStream {
                 // (input by a copy, tiles by the kernel, which writes every byte).
                 input: unsafe { compute.alloc::<u8>(kernel.epoch_input_bytes as usize) }
                     .map_err(driver("allocating device input"))?,
+                // SAFETY: as for the input.
                 tiles: unsafe { compute.alloc::<u8>(kernel.epoch_buffer_bytes as usize) }
                     .map_err(driver("allocating device tiles"))?,
                 staging: None,

@@ -22,29 +22,35 @@ pub(crate) unsafe fn copy_runs(
     rows: usize,
     width: usize,
 ) {
-    unsafe fn fixed<const W: usize>(
-        dst: *mut u8,
-        ds: usize,
-        src: *const u8,
-        ss: usize,
-        rows: usize,
-    ) {
-        for g in 0..rows {
-            let v = std::ptr::read_unaligned(src.add(g * ss) as *const [u8; W]);
-            std::ptr::write_unaligned(dst.add(g * ds) as *mut [u8; W], v);
+    // SAFETY: the caller upholds this function's contract (its `# Safety`, or the trait's).
+    unsafe {
+        unsafe fn fixed<const W: usize>(
+            dst: *mut u8,
+            ds: usize,
+            src: *const u8,
+            ss: usize,
+            rows: usize,
+        ) {
+            // SAFETY: as in `copy_runs`, whose contract its caller upholds.
+            unsafe {
+                for g in 0..rows {
+                    let v = std::ptr::read_unaligned(src.add(g * ss) as *const [u8; W]);
+                    std::ptr::write_unaligned(dst.add(g * ds) as *mut [u8; W], v);
+                }
+            }
         }
-    }
-    match width {
-        1 => fixed::<1>(dst, dst_stride, src, src_stride, rows),
-        2 => fixed::<2>(dst, dst_stride, src, src_stride, rows),
-        4 => fixed::<4>(dst, dst_stride, src, src_stride, rows),
-        8 => fixed::<8>(dst, dst_stride, src, src_stride, rows),
-        _ if dst_stride == width && src_stride == width => {
-            std::ptr::copy_nonoverlapping(src, dst, rows * width)
-        }
-        _ => {
-            for g in 0..rows {
-                stream_run(dst.add(g * dst_stride), src.add(g * src_stride), width);
+        match width {
+            1 => fixed::<1>(dst, dst_stride, src, src_stride, rows),
+            2 => fixed::<2>(dst, dst_stride, src, src_stride, rows),
+            4 => fixed::<4>(dst, dst_stride, src, src_stride, rows),
+            8 => fixed::<8>(dst, dst_stride, src, src_stride, rows),
+            _ if dst_stride == width && src_stride == width => {
+                std::ptr::copy_nonoverlapping(src, dst, rows * width)
+            }
+            _ => {
+                for g in 0..rows {
+                    stream_run(dst.add(g * dst_stride), src.add(g * src_stride), width);
+                }
             }
         }
     }
@@ -57,20 +63,23 @@ pub(crate) unsafe fn copy_runs(
 /// # Safety
 /// As [`copy_runs`].
 unsafe fn stream_run(dst: *mut u8, src: *const u8, width: usize) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_stream_si128};
-        if width.is_multiple_of(64) && (dst as usize).is_multiple_of(16) {
-            for k in (0..width).step_by(16) {
-                _mm_stream_si128(
-                    dst.add(k) as *mut __m128i,
-                    _mm_loadu_si128(src.add(k) as *const __m128i),
-                );
+    // SAFETY: the caller upholds this function's contract (its `# Safety`, or the trait's).
+    unsafe {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_stream_si128};
+            if width.is_multiple_of(64) && (dst as usize).is_multiple_of(16) {
+                for k in (0..width).step_by(16) {
+                    _mm_stream_si128(
+                        dst.add(k) as *mut __m128i,
+                        _mm_loadu_si128(src.add(k) as *const __m128i),
+                    );
+                }
+                return;
             }
-            return;
         }
+        std::ptr::copy_nonoverlapping(src, dst, width);
     }
-    std::ptr::copy_nonoverlapping(src, dst, width);
 }
 
 /// Orders the non-temporal stores of this thread before later writes.
@@ -151,33 +160,37 @@ pub(crate) unsafe fn copy_columns(
     width: usize,
     transpose: Option<RegisterTranspose>,
 ) {
-    let (mut done, mut tail) = (0, rows);
-    #[cfg(target_arch = "x86_64")]
-    if let Some(plan) = transpose {
-        (done, tail) = simd::transpose_columns(dst, dst_step, src, src_stride, rows, columns, plan);
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = transpose;
-    for c in done..columns {
-        copy_runs(
-            dst.add(c * dst_step),
-            width,
-            src.add(c * width),
-            src_stride,
-            rows,
-            width,
-        );
-    }
-    for c in 0..done {
-        if tail < rows {
+    // SAFETY: the caller upholds this function's contract (its `# Safety`, or the trait's).
+    unsafe {
+        let (mut done, mut tail) = (0, rows);
+        #[cfg(target_arch = "x86_64")]
+        if let Some(plan) = transpose {
+            (done, tail) =
+                simd::transpose_columns(dst, dst_step, src, src_stride, rows, columns, plan);
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = transpose;
+        for c in done..columns {
             copy_runs(
-                dst.add(c * dst_step + tail * width),
+                dst.add(c * dst_step),
                 width,
-                src.add(tail * src_stride + c * width),
+                src.add(c * width),
                 src_stride,
-                rows - tail,
+                rows,
                 width,
             );
+        }
+        for c in 0..done {
+            if tail < rows {
+                copy_runs(
+                    dst.add(c * dst_step + tail * width),
+                    width,
+                    src.add(tail * src_stride + c * width),
+                    src_stride,
+                    rows - tail,
+                    width,
+                );
+            }
         }
     }
 }
@@ -203,10 +216,13 @@ mod simd {
         /// [`Vector::stream`] with `stream`, else [`Vector::store`].
         #[inline(always)]
         unsafe fn put(self, p: *mut u8, stream: bool) {
-            if stream {
-                self.stream(p)
-            } else {
-                self.store(p)
+            // SAFETY: the caller upholds this function's contract (its `# Safety`, or the trait's).
+            unsafe {
+                if stream {
+                    self.stream(p)
+                } else {
+                    self.store(p)
+                }
             }
         }
         /// Interleaves the first halves, then the second halves, of `a` and
@@ -217,23 +233,29 @@ mod simd {
     impl Vector for __m128i {
         #[inline(always)]
         unsafe fn zero() -> Self {
-            _mm_setzero_si128()
+            // SAFETY: the caller upholds this function's contract (its `# Safety`, or the trait's).
+            unsafe { _mm_setzero_si128() }
         }
         #[inline(always)]
         unsafe fn store(self, p: *mut u8) {
-            _mm_storeu_si128(p as *mut __m128i, self)
+            // SAFETY: the caller upholds this function's contract (its `# Safety`, or the trait's).
+            unsafe { _mm_storeu_si128(p as *mut __m128i, self) }
         }
         #[inline(always)]
         unsafe fn stream(self, p: *mut u8) {
-            _mm_stream_si128(p as *mut __m128i, self)
+            // SAFETY: the caller upholds this function's contract (its `# Safety`, or the trait's).
+            unsafe { _mm_stream_si128(p as *mut __m128i, self) }
         }
         #[inline(always)]
         unsafe fn zip<const W: usize>(a: Self, b: Self) -> (Self, Self) {
-            match W {
-                1 => (_mm_unpacklo_epi8(a, b), _mm_unpackhi_epi8(a, b)),
-                2 => (_mm_unpacklo_epi16(a, b), _mm_unpackhi_epi16(a, b)),
-                4 => (_mm_unpacklo_epi32(a, b), _mm_unpackhi_epi32(a, b)),
-                _ => (_mm_unpacklo_epi64(a, b), _mm_unpackhi_epi64(a, b)),
+            // SAFETY: the caller upholds this function's contract (its `# Safety`, or the trait's).
+            unsafe {
+                match W {
+                    1 => (_mm_unpacklo_epi8(a, b), _mm_unpackhi_epi8(a, b)),
+                    2 => (_mm_unpacklo_epi16(a, b), _mm_unpackhi_epi16(a, b)),
+                    4 => (_mm_unpacklo_epi32(a, b), _mm_unpackhi_epi32(a, b)),
+                    _ => (_mm_unpacklo_epi64(a, b), _mm_unpackhi_epi64(a, b)),
+                }
             }
         }
     }
@@ -248,53 +270,65 @@ mod simd {
     impl Vector for Lanes {
         #[inline(always)]
         unsafe fn zero() -> Self {
-            Lanes(_mm512_setzero_si512())
+            // SAFETY: the caller upholds this function's contract (its `# Safety`, or the trait's).
+            unsafe { Lanes(_mm512_setzero_si512()) }
         }
         #[inline(always)]
         unsafe fn store(self, p: *mut u8) {
-            _mm512_storeu_si512(p as *mut __m512i, self.0)
+            // SAFETY: the caller upholds this function's contract (its `# Safety`, or the trait's).
+            unsafe { _mm512_storeu_si512(p as *mut __m512i, self.0) }
         }
         #[inline(always)]
         unsafe fn stream(self, p: *mut u8) {
-            _mm512_stream_si512(p as *mut __m512i, self.0)
+            // SAFETY: the caller upholds this function's contract (its `# Safety`, or the trait's).
+            unsafe { _mm512_stream_si512(p as *mut __m512i, self.0) }
         }
         #[inline(always)]
         unsafe fn zip<const W: usize>(a: Self, b: Self) -> (Self, Self) {
-            let (a, b) = (a.0, b.0);
-            let (lo, hi) = match W {
-                1 => (_mm512_unpacklo_epi8(a, b), _mm512_unpackhi_epi8(a, b)),
-                2 => (_mm512_unpacklo_epi16(a, b), _mm512_unpackhi_epi16(a, b)),
-                4 => (_mm512_unpacklo_epi32(a, b), _mm512_unpackhi_epi32(a, b)),
-                _ => (_mm512_unpacklo_epi64(a, b), _mm512_unpackhi_epi64(a, b)),
-            };
-            (Lanes(lo), Lanes(hi))
+            // SAFETY: the caller upholds this function's contract (its `# Safety`, or the trait's).
+            unsafe {
+                let (a, b) = (a.0, b.0);
+                let (lo, hi) = match W {
+                    1 => (_mm512_unpacklo_epi8(a, b), _mm512_unpackhi_epi8(a, b)),
+                    2 => (_mm512_unpacklo_epi16(a, b), _mm512_unpackhi_epi16(a, b)),
+                    4 => (_mm512_unpacklo_epi32(a, b), _mm512_unpackhi_epi32(a, b)),
+                    _ => (_mm512_unpacklo_epi64(a, b), _mm512_unpackhi_epi64(a, b)),
+                };
+                (Lanes(lo), Lanes(hi))
+            }
         }
     }
 
     /// The 128-bit lanes at `rows` side by side in one register.
     #[inline(always)]
     unsafe fn gather_lanes(rows: [*const u8; 4]) -> Lanes {
-        let lane = |p: *const u8| _mm_loadu_si128(p as *const __m128i);
-        let v = _mm512_castsi128_si512(lane(rows[0]));
-        let v = _mm512_inserti32x4::<1>(v, lane(rows[1]));
-        let v = _mm512_inserti32x4::<2>(v, lane(rows[2]));
-        Lanes(_mm512_inserti32x4::<3>(v, lane(rows[3])))
+        // SAFETY: the caller upholds this function's contract (its `# Safety`, or the trait's).
+        unsafe {
+            let lane = |p: *const u8| _mm_loadu_si128(p as *const __m128i);
+            let v = _mm512_castsi128_si512(lane(rows[0]));
+            let v = _mm512_inserti32x4::<1>(v, lane(rows[1]));
+            let v = _mm512_inserti32x4::<2>(v, lane(rows[2]));
+            Lanes(_mm512_inserti32x4::<3>(v, lane(rows[3])))
+        }
     }
 
     /// Transposes `K` registers of `K` units of `W` bytes: log2(K) rounds
     /// of zipping register `j` with `j + K/2` (the perfect shuffle).
     #[inline(always)]
     unsafe fn transpose<V: Vector, const K: usize, const W: usize>(regs: &mut [V; K]) {
-        let mut span = K;
-        while span > 1 {
-            let mut next = *regs;
-            for j in 0..K / 2 {
-                let (lo, hi) = V::zip::<W>(regs[j], regs[j + K / 2]);
-                next[2 * j] = lo;
-                next[2 * j + 1] = hi;
+        // SAFETY: the caller upholds this function's contract (its `# Safety`, or the trait's).
+        unsafe {
+            let mut span = K;
+            while span > 1 {
+                let mut next = *regs;
+                for j in 0..K / 2 {
+                    let (lo, hi) = V::zip::<W>(regs[j], regs[j + K / 2]);
+                    next[2 * j] = lo;
+                    next[2 * j + 1] = hi;
+                }
+                *regs = next;
+                span /= 2;
             }
-            *regs = next;
-            span /= 2;
         }
     }
 
@@ -312,23 +346,26 @@ mod simd {
         columns: usize,
         stream: bool,
     ) {
-        for c0 in (0..columns).step_by(K) {
-            let ahead = c0 * W + AHEAD < columns * W;
-            for g0 in (0..rows).step_by(K * T) {
-                let mut regs = [[__m128i::zero(); K]; T];
-                for (t, block) in regs.iter_mut().enumerate() {
-                    for (i, reg) in block.iter_mut().enumerate() {
-                        let row = src.add((g0 + t * K + i) * src_stride + c0 * W);
-                        if ahead {
-                            _mm_prefetch::<_MM_HINT_T0>(row.add(AHEAD) as *const i8);
+        // SAFETY: the caller upholds this function's contract (its `# Safety`, or the trait's).
+        unsafe {
+            for c0 in (0..columns).step_by(K) {
+                let ahead = c0 * W + AHEAD < columns * W;
+                for g0 in (0..rows).step_by(K * T) {
+                    let mut regs = [[__m128i::zero(); K]; T];
+                    for (t, block) in regs.iter_mut().enumerate() {
+                        for (i, reg) in block.iter_mut().enumerate() {
+                            let row = src.add((g0 + t * K + i) * src_stride + c0 * W);
+                            if ahead {
+                                _mm_prefetch::<_MM_HINT_T0>(row.add(AHEAD) as *const i8);
+                            }
+                            *reg = _mm_loadu_si128(row as *const __m128i);
                         }
-                        *reg = _mm_loadu_si128(row as *const __m128i);
+                        transpose::<__m128i, K, W>(block);
                     }
-                    transpose::<__m128i, K, W>(block);
-                }
-                for j in 0..K {
-                    for (t, block) in regs.iter().enumerate() {
-                        block[j].put(dst.add((c0 + j) * dst_step + (g0 + t * K) * W), stream);
+                    for j in 0..K {
+                        for (t, block) in regs.iter().enumerate() {
+                            block[j].put(dst.add((c0 + j) * dst_step + (g0 + t * K) * W), stream);
+                        }
                     }
                 }
             }
@@ -354,18 +391,21 @@ mod simd {
         columns: usize,
         stream: bool,
     ) {
-        for c0 in (0..columns).step_by(K) {
-            for g0 in (0..rows).step_by(K) {
-                for l in 0..4 {
-                    let mut group = [Lanes::zero(); N];
-                    for (k, reg) in group.iter_mut().enumerate() {
-                        let row =
-                            |g: usize| src.add((g0 + g * N + k) * src_stride + c0 * W + l * 16);
-                        *reg = gather_lanes([row(0), row(1), row(2), row(3)]);
-                    }
-                    transpose::<Lanes, N, W>(&mut group);
-                    for (m, column) in group.iter().enumerate() {
-                        column.put(dst.add((c0 + l * N + m) * dst_step + g0 * W), stream);
+        // SAFETY: the caller upholds this function's contract (its `# Safety`, or the trait's).
+        unsafe {
+            for c0 in (0..columns).step_by(K) {
+                for g0 in (0..rows).step_by(K) {
+                    for l in 0..4 {
+                        let mut group = [Lanes::zero(); N];
+                        for (k, reg) in group.iter_mut().enumerate() {
+                            let row =
+                                |g: usize| src.add((g0 + g * N + k) * src_stride + c0 * W + l * 16);
+                            *reg = gather_lanes([row(0), row(1), row(2), row(3)]);
+                        }
+                        transpose::<Lanes, N, W>(&mut group);
+                        for (m, column) in group.iter().enumerate() {
+                            column.put(dst.add((c0 + l * N + m) * dst_step + g0 * W), stream);
+                        }
                     }
                 }
             }
@@ -385,23 +425,26 @@ mod simd {
         columns: usize,
         plan: RegisterTranspose,
     ) -> (usize, usize) {
-        let RegisterTranspose { width, units } = plan;
-        let step_rows = LINE / width;
-        let (columns, rows) = (columns - columns % units, rows - rows % step_rows);
-        let stream = (dst as usize).is_multiple_of(LINE) && dst_step.is_multiple_of(LINE);
-        let (d, ds, s, ss, st) = (dst, dst_step, src, src_stride, stream);
-        match (width, units) {
-            (1, 64) => wide_blocks::<64, 16, 1>(d, ds, s, ss, rows, columns, st),
-            (2, 32) => wide_blocks::<32, 8, 2>(d, ds, s, ss, rows, columns, st),
-            (4, 16) => wide_blocks::<16, 4, 4>(d, ds, s, ss, rows, columns, st),
-            (8, 8) => wide_blocks::<8, 2, 8>(d, ds, s, ss, rows, columns, st),
-            (1, 16) => blocks::<16, 1, 4>(d, ds, s, ss, rows, columns, st),
-            (2, 8) => blocks::<8, 2, 4>(d, ds, s, ss, rows, columns, st),
-            (4, 4) => blocks::<4, 4, 4>(d, ds, s, ss, rows, columns, st),
-            (8, 2) => blocks::<2, 8, 4>(d, ds, s, ss, rows, columns, st),
-            _ => return (0, rows),
+        // SAFETY: the caller upholds this function's contract (its `# Safety`, or the trait's).
+        unsafe {
+            let RegisterTranspose { width, units } = plan;
+            let step_rows = LINE / width;
+            let (columns, rows) = (columns - columns % units, rows - rows % step_rows);
+            let stream = (dst as usize).is_multiple_of(LINE) && dst_step.is_multiple_of(LINE);
+            let (d, ds, s, ss, st) = (dst, dst_step, src, src_stride, stream);
+            match (width, units) {
+                (1, 64) => wide_blocks::<64, 16, 1>(d, ds, s, ss, rows, columns, st),
+                (2, 32) => wide_blocks::<32, 8, 2>(d, ds, s, ss, rows, columns, st),
+                (4, 16) => wide_blocks::<16, 4, 4>(d, ds, s, ss, rows, columns, st),
+                (8, 8) => wide_blocks::<8, 2, 8>(d, ds, s, ss, rows, columns, st),
+                (1, 16) => blocks::<16, 1, 4>(d, ds, s, ss, rows, columns, st),
+                (2, 8) => blocks::<8, 2, 4>(d, ds, s, ss, rows, columns, st),
+                (4, 4) => blocks::<4, 4, 4>(d, ds, s, ss, rows, columns, st),
+                (8, 2) => blocks::<2, 8, 4>(d, ds, s, ss, rows, columns, st),
+                _ => return (0, rows),
+            }
+            (columns, rows)
         }
-        (columns, rows)
     }
 }
 

@@ -180,9 +180,9 @@ impl Geometry {
             dst_end <= target.1 && rows * self.row_bytes <= src.len(),
             "a group lies inside its buffers"
         );
+        let row_block = ROW_BLOCK.max(BLOCK_BYTES / self.seg_bytes.max(1));
         // SAFETY: the block was just checked to lie in both buffers, and the
         // groups of one scatter write disjoint rows of their tiles.
-        let row_block = ROW_BLOCK.max(BLOCK_BYTES / self.seg_bytes.max(1));
         unsafe {
             for first in (0..rows).step_by(row_block) {
                 let n = row_block.min(rows - first);
