@@ -18,7 +18,7 @@ use crate::buffer::EpochBuffer;
 /// The unit of direct I/O: offsets, lengths and addresses are multiples of it.
 pub(crate) const BLOCK: usize = 4096;
 /// Bytes staged per writer thread before they are written.
-const STAGE_BYTES: usize = 4 << 20;
+pub(crate) const STAGE_BYTES: usize = 4 << 20;
 
 thread_local! {
     /// Each writer thread's staging buffer, made on its first write.
@@ -140,11 +140,12 @@ impl<'s> Appender<'s> {
         Ok(())
     }
 
-    /// Writes every whole block and keeps the partial last one for the
-    /// next appender of the same file.
-    pub fn pause(mut self) -> io::Result<()> {
+    /// Keeps the staged bytes for the next appender of the same file when
+    /// there are fewer than `hold` (small writes are slow writes), else
+    /// writes every whole block and keeps the partial last one.
+    pub fn pause(mut self, hold: usize) -> io::Result<()> {
         let whole = self.filled / BLOCK * BLOCK;
-        if whole > 0 {
+        if whole > 0 && self.filled >= hold {
             self.write_blocks(whole)?;
         }
         let filled = self.filled;
@@ -259,7 +260,7 @@ mod tests {
             assert_eq!(appender.offset(), pieces[..i].iter().map(|p| p.len() as u64).sum::<u64>());
             appender.push(piece).unwrap();
             if i == pause_after {
-                appender.pause().unwrap();
+                appender.pause(if i % 2 == 0 { 0 } else { STAGE_BYTES }).unwrap();
                 appender = Appender::open(&path, direct, &mut state).unwrap();
             }
         }
@@ -300,7 +301,7 @@ mod tests {
             let rest: Vec<&[u8]> = pieces[1..4].iter().map(|p| &p[..]).collect();
             out.push_all(&rest).unwrap();
             assert_eq!(out.offset(), pieces[..4].iter().map(|p| p.len() as u64).sum::<u64>());
-            out.pause().unwrap();
+            out.pause(BLOCK).unwrap();
             let mut out = Appender::open(&path, d, &mut state).unwrap();
             out.push_all(&[&pieces[4], &pieces[5]]).unwrap();
             out.close().unwrap();

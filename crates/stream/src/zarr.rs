@@ -13,7 +13,7 @@ use zarrs::array::{Array, ArrayBuilder, FillValue};
 use zarrs::filesystem::FilesystemStore;
 
 use crate::codec::{Codec, Encoder};
-use crate::files::{direct_io_works, replace_atomically, Appended, Appender};
+use crate::files::{direct_io_works, replace_atomically, Appended, Appender, BLOCK, STAGE_BYTES};
 use crate::plan::StreamPlan;
 use crate::shard::{index_bytes, ShardGrid, MISSING};
 use crate::sink::{Epoch, Sink, SinkStats};
@@ -82,7 +82,14 @@ struct Store {
     direct: bool,
     fill_pattern: Vec<u8>,
     counters: Counters,
+    /// Bytes an open shard keeps between epochs rather than write in small pieces.
+    hold: usize,
 }
+
+/// Bytes the open shards of a row may keep back between epochs, in all:
+/// a shard many epochs deep of thin epochs gets a few large writes instead
+/// of one small write per epoch.
+const HELD_BYTES: usize = 64 << 20;
 
 /// One open shard: its bytes so far and its index.
 struct ShardFile {
@@ -355,7 +362,7 @@ fn finish_shard(store: &Store, mut out: Appender<'_>, index: &[[u64; 2]], close:
         let len = out.offset();
         out.close().map(|()| store.count_file(len))
     } else {
-        out.pause()
+        out.pause(store.hold)
     };
     Counters::add_time(&store.counters.write_nanos, started);
     result
@@ -374,6 +381,7 @@ impl Sink for ZarrSink {
             .map_err(|e| Self::fail(&path, "starting the writer threads", e))?;
         let direct = !self.options.buffered_io && direct_io_works(&path);
         let array = self.build_array(plan, fill, &grid, &encoder)?;
+        let hold = (HELD_BYTES / grid.files_per_row().max(1)).clamp(BLOCK, STAGE_BYTES) / BLOCK * BLOCK;
         let mut store = Store {
             array,
             encoder,
@@ -384,6 +392,7 @@ impl Sink for ZarrSink {
             direct,
             fill_pattern: fill.repeat(64 / fill.len().max(1)),
             counters: Counters::default(),
+            hold,
         };
         store.claim(&path, 0, false)?;
         self.store = Some(store);
