@@ -442,6 +442,9 @@ impl CudaTileStream {
         // compile now, so that the first epoch does not pay for NVRTC
         gpu.kernel("retile_scatter", kernel.source_text())
             .map_err(gpu_error)?;
+        // every option is checked before any buffer is made
+        crate::engine::check_memory(&plan)?;
+        sink.begin(&plan, fill)?;
         let ctx = gpu.context().clone();
         // SAFETY: every cross-stream dependency below is ordered by explicit events.
         unsafe { ctx.disable_event_tracking() };
@@ -471,7 +474,6 @@ impl CudaTileStream {
             .map_err(driver("allocating the tile ring"))?;
         let capacity = (!spec.is_unbounded())
             .then(|| spec.shape()[0] * (kernel.epoch_input_bytes / spec.tile()[0]));
-        sink.begin(&plan, fill)?;
         let worker = Worker::spawn(plan.clone(), sink);
         let summary = Summary {
             buffer_bytes: HOST_BUFFERS as u64 * plan.epoch_buffer_bytes(),
