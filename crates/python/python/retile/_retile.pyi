@@ -1,0 +1,163 @@
+"""Type stubs of retile's native module."""
+
+from os import PathLike
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+
+IntTuple = Union[int, Tuple["IntTuple", ...]]
+TilerLike = Union["Layout", int, None, Tuple["TilerLike", ...], List["TilerLike"]]
+LayoutLike = Union["Layout", int]
+
+__version__: str
+
+class Stream:
+    """A stream of a row-major tensor into tiles (Zarr v3 chunks).
+
+    Example::
+
+        with retile.Stream("out.zarr", shape=(0, 480, 640), tile=(16, 128, 128), dtype="uint16") as s:
+            s.append(frame)
+    """
+
+    def __init__(
+        self,
+        output: Union[str, PathLike[str], None],
+        shape: Sequence[int],
+        tile: Sequence[int],
+        dtype: Any,
+        shard: Optional[Sequence[int]] = None,
+        codec: str = "none",
+        fill: Any = 0,
+        dim_names: Optional[Sequence[str]] = None,
+        backend: str = "cpu",
+        shuffle: Optional[str] = None,
+        writers: Optional[int] = None,
+        buffered_io: bool = False,
+        overwrite: bool = False,
+        threads: int = 0,
+    ) -> None: ...
+    def append(self, data: Any) -> int:
+        """Appends a C-contiguous buffer (no copy, GIL released); returns the bytes taken.
+
+        Example::
+
+            s.append(np.zeros((480, 640), np.uint16))
+        """
+    def finish(self) -> Dict[str, Any]:
+        """Writes the rest, closes the store, returns the summary dict.
+
+        Example::
+
+            summary = s.finish(); summary["planes"]
+        """
+    @property
+    def summary(self) -> Optional[Dict[str, Any]]:
+        """The summary once finished, else None."""
+    @property
+    def bytes_taken(self) -> int:
+        """Input bytes taken so far."""
+    @property
+    def dtype(self) -> str:
+        """retile's name of the element type, e.g. ``"u16"``."""
+    @property
+    def zarr_dtype(self) -> str:
+        """numpy's / Zarr's name of the element type, e.g. ``"uint16"``."""
+    @property
+    def finished(self) -> bool:
+        """Whether ``finish`` returned."""
+    def __enter__(self) -> "Stream": ...
+    def __exit__(self, exc_type: Any = None, exc: Any = None, tb: Any = None) -> bool: ...
+
+class Layout:
+    """A CuTe layout ``shape:stride``; stride None = compact column-major.
+
+    Example::
+
+        L = retile.Layout((4, 2), (1, 4)); L(5) == 5
+    """
+
+    def __init__(self, shape: IntTuple, stride: Optional[IntTuple] = None) -> None: ...
+    @staticmethod
+    def parse(text: str) -> "Layout":
+        """``Layout.parse("(4,2):(1,4)")``."""
+    @property
+    def shape(self) -> IntTuple:
+        """The shape, an int or nested tuple."""
+    @property
+    def stride(self) -> IntTuple:
+        """The stride, congruent with the shape."""
+    def size(self) -> int:
+        """Size of the domain: ``Layout((4,2)).size() == 8``."""
+    def cosize(self) -> int:
+        """Size of the codomain: ``Layout((4,2),(2,1)).cosize() == 8``."""
+    def rank(self) -> int:
+        """Top-level modes: ``Layout(((2,2),3)).rank() == 2``."""
+    def depth(self) -> int:
+        """Nesting depth: ``Layout(((2,2),3)).depth() == 2``."""
+    def mode(self, i: int) -> "Layout":
+        """Mode ``i``: ``Layout(((2,2),3)).mode(0)``."""
+    def flatten(self) -> "Layout":
+        """Without nesting: ``Layout(((2,2),3)).flatten()``."""
+    def table(self, count: Optional[int] = None) -> List[int]:
+        """``[L(0), L(1), ...]``: ``Layout((2,2),(2,1)).table() == [0,2,1,3]``."""
+    def __call__(self, *coord: IntTuple) -> int: ...
+    def __getitem__(self, i: int) -> "Layout": ...
+    def __len__(self) -> int: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __hash__(self) -> int: ...
+
+def size(x: Union[Layout, IntTuple]) -> int:
+    """``size(Layout((4,2))) == 8``."""
+def cosize(x: LayoutLike) -> int:
+    """``cosize(Layout((4,2),(2,1))) == 8``."""
+def rank(x: Union[Layout, IntTuple]) -> int:
+    """``rank(Layout((4,2))) == 2``."""
+def depth(x: Union[Layout, IntTuple]) -> int:
+    """``depth(Layout(((2,2),3))) == 2``."""
+def make_layout(*layouts: Any) -> Layout:
+    """``make_layout(Layout(2,1), Layout(3,2))`` is ``(2,3):(1,2)``."""
+def coalesce(layout: LayoutLike, profile: Optional[IntTuple] = None) -> Layout:
+    """``coalesce(Layout((2,(1,6)),(1,(6,2))))`` is ``12:1``."""
+def filter(layout: LayoutLike, profile: None = None) -> Layout:
+    """``filter(Layout((4,2),(1,0)))`` is ``4:1``."""
+def composition(a: LayoutLike, b: TilerLike) -> Layout:
+    """``composition(Layout((6,2),(8,2)), Layout((4,3),(3,1)))`` is ``((2,2),3):((24,2),8)``."""
+def complement(layout: LayoutLike, max_idx: Optional[IntTuple] = None) -> Layout:
+    """``complement(Layout((2,2),(1,4)), 24)`` is ``(2,3):(2,8)``."""
+def logical_divide(a: LayoutLike, tiler: TilerLike) -> Layout:
+    """``logical_divide(Layout((4,2,3),(2,1,8)), Layout(4,2))``."""
+def zipped_divide(a: LayoutLike, tiler: TilerLike) -> Layout:
+    """``zipped_divide(Layout((4,6)), (Layout(2), Layout(3)))``."""
+def tiled_divide(a: LayoutLike, tiler: TilerLike) -> Layout:
+    """``tiled_divide(Layout((4,6)), (Layout(2), Layout(3)))``."""
+def flat_divide(a: LayoutLike, tiler: TilerLike) -> Layout:
+    """``flat_divide(Layout((4,6)), (Layout(2), Layout(3)))``."""
+def logical_product(a: LayoutLike, tiler: TilerLike) -> Layout:
+    """``logical_product(Layout((2,2)), Layout(3))``."""
+def zipped_product(a: LayoutLike, tiler: TilerLike) -> Layout:
+    """``zipped_product(Layout((2,2)), (Layout(3), Layout(2)))``."""
+def tiled_product(a: LayoutLike, tiler: TilerLike) -> Layout:
+    """``tiled_product(Layout((2,2)), (Layout(3), Layout(2)))``."""
+def flat_product(a: LayoutLike, tiler: TilerLike) -> Layout:
+    """``flat_product(Layout((2,2)), (Layout(3), Layout(2)))``."""
+def blocked_product(a: LayoutLike, b: LayoutLike) -> Layout:
+    """``blocked_product(Layout(4,1), Layout((2,3),(1,2)))``."""
+def raked_product(a: LayoutLike, b: LayoutLike) -> Layout:
+    """``raked_product(Layout(4,1), Layout((2,3),(1,2)))``."""
+def right_inverse(layout: Optional[LayoutLike]) -> Optional[Layout]:
+    """``right_inverse(Layout((4,2),(2,1)))``."""
+def left_inverse(layout: Optional[LayoutLike]) -> Optional[Layout]:
+    """``left_inverse(Layout((4,2),(1,5)))`` is ``(5,2):(1,4)``."""
+def max_common_vector(a: LayoutLike, b: LayoutLike) -> int:
+    """``max_common_vector(Layout(8,1), Layout((2,4),(1,2))) == 8``."""
+def max_common_layout(a: LayoutLike, b: LayoutLike) -> Layout:
+    """``max_common_layout(Layout(8,1), Layout((2,4),(1,2)))``."""
+def crd2idx(crd: IntTuple, shape: IntTuple, stride: Optional[IntTuple] = None) -> int:
+    """``crd2idx((1,2), (2,4), (4,1)) == 6``."""
+def idx2crd(idx: int, shape: IntTuple) -> IntTuple:
+    """``idx2crd(9, (2,4)) == (1,4)``."""
+def eval(expr: str) -> str:
+    """``eval("coalesce((2,(1,6)):(1,(6,2)))") == "12:1"``."""
+def show(expr: str) -> str:
+    """``print(show("(2,3):(3,1)"))`` draws the grid of offsets."""
+def evaluate(expr: str) -> Any:
+    """``evaluate("idx2crd(9, (2,4))") == (1, 4)``."""

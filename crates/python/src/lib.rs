@@ -1,0 +1,18 @@
+//! `retile._retile`: the native part of the `retile` Python package (the
+//! streaming tiler, the CuTe layout algebra and the calculator).
+
+use pyo3::prelude::*;
+
+mod calc;
+mod layout;
+mod stream;
+
+/// The native module; import `retile` instead.
+#[pymodule]
+fn _retile(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    stream::register(m)?;
+    layout::register(m)?;
+    calc::register(m)?;
+    Ok(())
+}

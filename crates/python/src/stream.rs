@@ -1,0 +1,451 @@
+//! `retile.Stream`: the streaming tiler, taking any buffer without a copy.
+
+use std::ffi::CStr;
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use retile_stream::{
+    AnyStream, Backend, Codec, DType, NullSink, Shuffle, Sink, StreamError, StreamSpec, Summary,
+    ZarrOptions, ZarrSink,
+};
+
+/// A stream error as the Python exception of its kind, with the same one-line message.
+pub fn stream_err(e: StreamError) -> PyErr {
+    let message = e.to_string();
+    match e {
+        StreamError::Invalid(_) | StreamError::Layout(_) => PyValueError::new_err(message),
+        StreamError::Sink(_) => PyOSError::new_err(message),
+        _ => PyRuntimeError::new_err(message),
+    }
+}
+
+/// The element type named by `dtype`: retile's names (`u16`), numpy's
+/// names (`uint16`), a `numpy.dtype` or a numpy scalar type.
+fn dtype_of(dtype: &Bound<'_, PyAny>) -> PyResult<DType> {
+    let name: String = if let Ok(text) = dtype.extract::<String>() {
+        text
+    } else if let Ok(name) = dtype.getattr("name").and_then(|n| n.extract::<String>()) {
+        name
+    } else if let Ok(name) = dtype.getattr("__name__").and_then(|n| n.extract::<String>()) {
+        name
+    } else {
+        dtype.str()?.to_string()
+    };
+    name.parse::<DType>().map_err(stream_err)
+}
+
+/// What a buffer's element is, from its struct-module format.
+#[derive(Debug, PartialEq, Eq, Clone, Copy)]
+enum Kind {
+    Unsigned,
+    Signed,
+    Float,
+    /// `B`, `c`, `x`: raw bytes, accepted for any dtype.
+    Bytes,
+    Other,
+}
+
+fn dtype_kind(d: DType) -> Kind {
+    match d {
+        DType::U8 | DType::U16 | DType::U32 | DType::U64 => Kind::Unsigned,
+        DType::I8 | DType::I16 | DType::I32 | DType::I64 => Kind::Signed,
+        _ => Kind::Float,
+    }
+}
+
+/// Checks that a buffer of `format` and `itemsize` holds `dtype` elements
+/// (or raw bytes); the message says what was given and what is expected.
+fn check_format(format: &str, itemsize: usize, dtype: DType) -> PyResult<()> {
+    let (order, code) = match format.chars().next() {
+        Some(c @ ('@' | '=' | '<' | '>' | '!')) => (Some(c), &format[1..]),
+        _ => (None, format),
+    };
+    let kind = match code {
+        "B" | "c" | "x" => Kind::Bytes,
+        "H" | "I" | "L" | "Q" | "N" => Kind::Unsigned,
+        "b" | "h" | "i" | "l" | "q" | "n" => Kind::Signed,
+        "e" | "f" | "d" => Kind::Float,
+        _ => Kind::Other,
+    };
+    if kind == Kind::Bytes && itemsize == 1 {
+        return Ok(());
+    }
+    let wrong = || {
+        PyValueError::new_err(format!(
+            "the buffer holds elements of format '{format}' ({itemsize} bytes each) but the stream's dtype is {dtype} ({} bytes, Zarr {}); pass data of that type, or its raw bytes (e.g. memoryview(data).cast('B'))",
+            dtype.size(),
+            dtype.zarr_name()
+        ))
+    };
+    if matches!(order, Some('>' | '!')) && itemsize > 1 {
+        return Err(PyValueError::new_err(format!(
+            "the buffer is big-endian (format '{format}'); the stream takes little-endian elements: convert it first (e.g. data.astype(data.dtype.newbyteorder('<')))"
+        )));
+    }
+    if itemsize != dtype.size() {
+        return Err(wrong());
+    }
+    // bfloat16 has no struct format: any 2-byte element is taken as its bits
+    let matches = dtype == DType::BF16 || kind == dtype_kind(dtype);
+    match matches {
+        true => Ok(()),
+        false => Err(wrong()),
+    }
+}
+
+/// A buffer held for the duration of one append (released on drop, under the GIL).
+struct HeldBuffer(Box<pyo3::ffi::Py_buffer>);
+
+impl HeldBuffer {
+    fn get(obj: &Bound<'_, PyAny>) -> PyResult<HeldBuffer> {
+        let mut view = Box::new(std::mem::MaybeUninit::<pyo3::ffi::Py_buffer>::zeroed());
+        // SAFETY: `obj` is a live object and `view` points to writable storage for a Py_buffer.
+        let rc = unsafe {
+            pyo3::ffi::PyObject_GetBuffer(
+                obj.as_ptr(),
+                view.as_mut_ptr(),
+                pyo3::ffi::PyBUF_FULL_RO,
+            )
+        };
+        if rc != 0 {
+            let err = PyErr::fetch(obj.py());
+            return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                "append takes an object with the buffer protocol (a numpy array, bytes, bytearray, memoryview), got {}: {err}",
+                obj.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+            )));
+        }
+        // SAFETY: PyObject_GetBuffer succeeded, so the view is initialised.
+        let view = unsafe { Box::from_raw(Box::into_raw(view).cast::<pyo3::ffi::Py_buffer>()) };
+        Ok(HeldBuffer(view))
+    }
+
+    fn is_c_contiguous(&self) -> bool {
+        // SAFETY: the view is a live buffer obtained by PyObject_GetBuffer.
+        unsafe { pyo3::ffi::PyBuffer_IsContiguous(&*self.0, b'C' as std::os::raw::c_char) != 0 }
+    }
+
+    fn format(&self) -> String {
+        match self.0.format.is_null() {
+            true => "B".into(),
+            // SAFETY: a non-null format is a NUL-terminated string owned by the view.
+            false => unsafe { CStr::from_ptr(self.0.format) }
+                .to_string_lossy()
+                .into_owned(),
+        }
+    }
+}
+
+impl Drop for HeldBuffer {
+    fn drop(&mut self) {
+        // SAFETY: the view was obtained by PyObject_GetBuffer and is released once;
+        // HeldBuffer is only dropped on a thread holding the GIL.
+        unsafe { pyo3::ffi::PyBuffer_Release(&mut *self.0) }
+    }
+}
+
+/// A stream of a row-major tensor into tiles (Zarr v3 chunks), taking its
+/// input in pieces of any size.
+///
+/// Mirrors ``retile stream``: ``shape`` and ``tile`` are slowest dimension
+/// first, a first extent of 0 is unbounded; ``output=None`` only measures.
+///
+/// Example::
+///
+///     import numpy as np, retile
+///     with retile.Stream("out.zarr", shape=(0, 480, 640), tile=(16, 128, 128),
+///                        dtype="uint16", codec="zstd:1", shard=(1, 2, 2)) as s:
+///         for frame in frames:          # each a (480, 640) uint16 array
+///             s.append(frame)
+///     print(s.summary["planes"])
+#[pyclass(module = "retile._retile", name = "Stream")]
+pub struct Stream {
+    inner: Mutex<AnyStream>,
+    dtype: DType,
+    finished: Mutex<Option<Py<PyDict>>>,
+}
+
+fn summary_dict<'py>(py: Python<'py>, s: &Summary) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("bytes", s.bytes)?;
+    d.set_item("planes", s.planes)?;
+    d.set_item("epochs", s.epochs)?;
+    d.set_item("tiles", s.tiles)?;
+    d.set_item("seconds", s.seconds)?;
+    d.set_item("gigabytes_per_second", s.gigabytes_per_second())?;
+    d.set_item("scatter_seconds", s.scatter_seconds)?;
+    d.set_item("wait_seconds", s.wait_seconds)?;
+    d.set_item("sink_seconds", s.sink_seconds)?;
+    d.set_item("setup_seconds", s.setup_seconds)?;
+    d.set_item("buffer_bytes", s.buffer_bytes)?;
+    d.set_item("stored_bytes", s.sink.stored_bytes)?;
+    d.set_item("files", s.sink.files)?;
+    d.set_item("omitted_chunks", s.sink.omitted_chunks)?;
+    d.set_item("encode_seconds", s.sink.encode_seconds)?;
+    d.set_item("write_seconds", s.sink.write_seconds)?;
+    d.set_item("writer_threads", s.sink.threads)?;
+    Ok(d)
+}
+
+fn busy() -> PyErr {
+    PyRuntimeError::new_err("the stream is in use by another thread; append from one thread at a time")
+}
+
+#[pymethods]
+impl Stream {
+    #[new]
+    #[pyo3(signature = (output, shape, tile, dtype, shard=None, codec="none", fill=None, dim_names=None, backend="cpu", shuffle=None, writers=None, buffered_io=false, overwrite=false, threads=0))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        output: Option<PathBuf>,
+        shape: Vec<u64>,
+        tile: Vec<u64>,
+        dtype: &Bound<'_, PyAny>,
+        shard: Option<Vec<u64>>,
+        codec: &str,
+        fill: Option<&Bound<'_, PyAny>>,
+        dim_names: Option<Vec<String>>,
+        backend: &str,
+        shuffle: Option<&str>,
+        writers: Option<usize>,
+        buffered_io: bool,
+        overwrite: bool,
+        threads: usize,
+    ) -> PyResult<Stream> {
+        let dtype = dtype_of(dtype)?;
+        let spec = StreamSpec::new(dtype, shape, tile).map_err(stream_err)?;
+        let fill_text = match fill {
+            None => "0".to_string(),
+            Some(v) => v.str()?.to_string(),
+        };
+        let fill = dtype
+            .parse_value(&fill_text)
+            .map_err(|e| PyValueError::new_err(format!("fill: {e}")))?;
+        let mut parsed = codec.parse::<Codec>().map_err(stream_err)?;
+        if let Some(shuffle) = shuffle {
+            let shuffle = shuffle.parse::<Shuffle>().map_err(stream_err)?;
+            parsed = parsed.with_shuffle(shuffle).map_err(stream_err)?;
+        }
+        let backend = match backend {
+            "cpu" => Backend::Cpu { threads },
+            "cuda" => Backend::Cuda,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "unknown backend '{other}'; use 'cpu' or 'cuda'"
+                )))
+            }
+        };
+        let sink: Box<dyn Sink> = match output {
+            None => {
+                let given: Vec<&str> = [
+                    (shard.is_some(), "shard"),
+                    (parsed != Codec::None, "codec"),
+                    (shuffle.is_some(), "shuffle"),
+                    (writers.is_some(), "writers"),
+                    (dim_names.is_some(), "dim_names"),
+                    (buffered_io, "buffered_io"),
+                    (overwrite, "overwrite"),
+                ]
+                .into_iter()
+                .filter_map(|(given, name)| given.then_some(name))
+                .collect();
+                if !given.is_empty() {
+                    return Err(PyValueError::new_err(format!(
+                        "{} take effect only with an output (without it the tiler is only measured)",
+                        given.join(", ")
+                    )));
+                }
+                Box::new(NullSink)
+            }
+            Some(path) => Box::new(ZarrSink::new(ZarrOptions {
+                path,
+                codec: parsed,
+                shard,
+                dimension_names: dim_names,
+                buffered_io,
+                writers,
+                overwrite,
+            })),
+        };
+        let inner = AnyStream::open(spec, &fill, backend, sink).map_err(stream_err)?;
+        Ok(Stream {
+            inner: Mutex::new(inner),
+            dtype,
+            finished: Mutex::new(None),
+        })
+    }
+
+    /// Appends a piece of the row-major input: any object with the buffer
+    /// protocol (a numpy array of any shape, bytes, bytearray, memoryview),
+    /// C-contiguous, read in place without a copy. Pieces may split the
+    /// input anywhere, even inside an element. The GIL is released while
+    /// tiling. Returns the bytes taken (fewer than given only past the end
+    /// of a bounded shape).
+    ///
+    /// Example::
+    ///
+    ///     s = retile.Stream(None, shape=(0, 4, 4), tile=(2, 2, 2), dtype="u8")
+    ///     assert s.append(bytes(40)) == 40
+    fn append(&self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<usize> {
+        let held = HeldBuffer::get(data)?;
+        if !held.is_c_contiguous() {
+            return Err(PyValueError::new_err(
+                "append needs a C-contiguous buffer (row-major, no gaps); this one is strided: pass numpy.ascontiguousarray(data)",
+            ));
+        }
+        check_format(&held.format(), held.0.itemsize.max(1) as usize, self.dtype)?;
+        let addr = held.0.buf as usize;
+        let len = held.0.len.max(0) as usize;
+        let mut inner = self.inner.try_lock().map_err(|_| busy())?;
+        let stream: &mut AnyStream = &mut inner;
+        let taken = py.allow_threads(move || {
+            let data: &[u8] = match len {
+                0 => &[],
+                // SAFETY: the buffer is held (and so kept alive and unresized) by `held`
+                // until after this closure returns; it is `len` readable bytes at `addr`.
+                _ => unsafe { std::slice::from_raw_parts(addr as *const u8, len) },
+            };
+            stream.append(data)
+        });
+        drop(inner);
+        drop(held);
+        taken.map_err(stream_err)
+    }
+
+    /// Writes what is left (every complete plane), closes the store and
+    /// returns the summary as a dict (bytes, planes, epochs, tiles, seconds,
+    /// gigabytes_per_second, scatter_seconds, wait_seconds, sink_seconds,
+    /// buffer_bytes, stored_bytes, files, omitted_chunks, encode_seconds,
+    /// write_seconds, ...). A second call raises RuntimeError.
+    ///
+    /// Example::
+    ///
+    ///     s = retile.Stream(None, shape=(4, 4), tile=(2, 2), dtype="u8")
+    ///     s.append(bytes(16))
+    ///     assert s.finish()["planes"] == 4
+    fn finish<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let mut inner = self.inner.try_lock().map_err(|_| busy())?;
+        let stream: &mut AnyStream = &mut inner;
+        let result = py.allow_threads(move || stream.finish());
+        drop(inner);
+        let summary = result.map_err(stream_err)?;
+        let d = summary_dict(py, &summary)?;
+        *self.finished.lock().map_err(|_| busy())? = Some(d.clone().unbind());
+        Ok(d)
+    }
+
+    /// The summary of a finished stream (a dict), or None before `finish`.
+    ///
+    /// Example::
+    ///
+    ///     with retile.Stream(None, shape=(2, 2), tile=(1, 2), dtype="u8") as s:
+    ///         s.append(bytes(4))
+    ///     assert s.summary["bytes"] == 4
+    #[getter]
+    fn summary(&self, py: Python<'_>) -> PyResult<Option<Py<PyDict>>> {
+        Ok(self
+            .finished
+            .lock()
+            .map_err(|_| busy())?
+            .as_ref()
+            .map(|d| d.clone_ref(py)))
+    }
+
+    /// Input bytes taken so far.
+    ///
+    /// Example::
+    ///
+    ///     s = retile.Stream(None, shape=(0, 2), tile=(1, 2), dtype="u8")
+    ///     s.append(b"abc"); assert s.bytes_taken == 3
+    #[getter]
+    fn bytes_taken(&self) -> PyResult<u64> {
+        Ok(self.inner.try_lock().map_err(|_| busy())?.bytes_taken())
+    }
+
+    /// The element type's retile name (e.g. ``"u16"``).
+    ///
+    /// Example::
+    ///
+    ///     assert retile.Stream(None, (0, 2), (1, 2), "uint16").dtype == "u16"
+    #[getter]
+    fn dtype(&self) -> String {
+        self.dtype.to_string()
+    }
+
+    /// The element type's numpy / Zarr name (e.g. ``"uint16"``).
+    ///
+    /// Example::
+    ///
+    ///     assert retile.Stream(None, (0, 2), (1, 2), "u16").zarr_dtype == "uint16"
+    #[getter]
+    fn zarr_dtype(&self) -> &'static str {
+        self.dtype.zarr_name()
+    }
+
+    /// Whether `finish` has returned a summary.
+    ///
+    /// Example::
+    ///
+    ///     s = retile.Stream(None, (2, 2), (1, 2), "u8"); s.append(bytes(4)); s.finish()
+    ///     assert s.finished
+    #[getter]
+    fn finished(&self) -> PyResult<bool> {
+        Ok(self.finished.lock().map_err(|_| busy())?.is_some())
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    /// Finishes the stream if it is not finished. When an exception is
+    /// propagating, the stream is still finished (complete planes are kept)
+    /// and an error of finishing is not raised over the original one.
+    #[pyo3(signature = (exc_type=None, _exc=None, _tb=None))]
+    fn __exit__(
+        &self,
+        py: Python<'_>,
+        exc_type: Option<&Bound<'_, PyAny>>,
+        _exc: Option<&Bound<'_, PyAny>>,
+        _tb: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<bool> {
+        if self.finished()? {
+            return Ok(false);
+        }
+        let propagating = exc_type.is_some_and(|t| !t.is_none());
+        match self.finish(py) {
+            Ok(_) => Ok(false),
+            Err(_) if propagating => Ok(false),
+            Err(e) => {
+                // finishing twice is not an error of the with-block
+                let finished_already = e
+                    .value(py)
+                    .str()
+                    .map(|s| s.to_string().contains("the stream is finished"))
+                    .unwrap_or(false);
+                match finished_already {
+                    true => Ok(false),
+                    false => Err(e),
+                }
+            }
+        }
+    }
+
+    fn __repr__(&self) -> PyResult<String> {
+        let inner = self.inner.try_lock().map_err(|_| busy())?;
+        let plan = inner.plan();
+        Ok(format!(
+            "Stream(dtype={}, bytes_taken={}, {})",
+            self.dtype,
+            inner.bytes_taken(),
+            plan.to_string().lines().next().unwrap_or("")
+        ))
+    }
+}
+
+/// Registers the class.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Stream>()?;
+    Ok(())
+}
