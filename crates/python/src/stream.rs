@@ -164,6 +164,8 @@ impl Drop for HeldBuffer {
 pub struct Stream {
     inner: Mutex<AnyStream>,
     dtype: DType,
+    /// `finish` was called (the store is closed, whatever it returned).
+    closed: std::sync::atomic::AtomicBool,
     finished: Mutex<Option<Py<PyDict>>>,
 }
 
@@ -273,6 +275,7 @@ impl Stream {
         Ok(Stream {
             inner: Mutex::new(inner),
             dtype,
+            closed: std::sync::atomic::AtomicBool::new(false),
             finished: Mutex::new(None),
         })
     }
@@ -330,6 +333,7 @@ impl Stream {
         let stream: &mut AnyStream = &mut inner;
         let result = py.allow_threads(move || stream.finish());
         drop(inner);
+        self.closed.store(true, std::sync::atomic::Ordering::Relaxed);
         let summary = result.map_err(stream_err)?;
         let d = summary_dict(py, &summary)?;
         *self.finished.lock().map_err(|_| busy())? = Some(d.clone().unbind());
@@ -384,15 +388,16 @@ impl Stream {
         self.dtype.zarr_name()
     }
 
-    /// Whether `finish` has returned a summary.
+    /// Whether `finish` was called: the store is closed (``summary`` is
+    /// None if finishing raised, e.g. for input ending inside a plane).
     ///
     /// Example::
     ///
     ///     s = retile.Stream(None, (2, 2), (1, 2), "u8"); s.append(bytes(4)); s.finish()
     ///     assert s.finished
     #[getter]
-    fn finished(&self) -> PyResult<bool> {
-        Ok(self.finished.lock().map_err(|_| busy())?.is_some())
+    fn finished(&self) -> bool {
+        self.closed.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {
@@ -410,25 +415,14 @@ impl Stream {
         _exc: Option<&Bound<'_, PyAny>>,
         _tb: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<bool> {
-        if self.finished()? {
+        if self.finished() {
             return Ok(false);
         }
         let propagating = exc_type.is_some_and(|t| !t.is_none());
         match self.finish(py) {
             Ok(_) => Ok(false),
             Err(_) if propagating => Ok(false),
-            Err(e) => {
-                // finishing twice is not an error of the with-block
-                let finished_already = e
-                    .value(py)
-                    .str()
-                    .map(|s| s.to_string().contains("the stream is finished"))
-                    .unwrap_or(false);
-                match finished_already {
-                    true => Ok(false),
-                    false => Err(e),
-                }
-            }
+            Err(e) => Err(e),
         }
     }
 

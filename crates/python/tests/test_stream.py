@@ -1,0 +1,234 @@
+"""retile.Stream: numpy arrays of every dtype, split anywhere, read back
+with zarr-python; sharded and compressed stores; clear errors; the GIL is
+released while tiling."""
+
+import json
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import retile
+
+zarr = pytest.importorskip("zarr")
+
+# every dtype zarr-python reads (bf16 below, on its own)
+DTYPES = ["u8", "u16", "u32", "u64", "i8", "i16", "i32", "i64", "f16", "f32", "f64"]
+NUMPY = {"u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64", "i8": "int8",
+         "i16": "int16", "i32": "int32", "i64": "int64", "f16": "float16", "f32": "float32", "f64": "float64"}
+
+
+def data_of(dtype, shape, seed):
+    rng = np.random.default_rng(seed)
+    dt = np.dtype(NUMPY[dtype])
+    if dt.kind == "f":
+        return rng.standard_normal(shape).astype(dt)
+    info = np.iinfo(dt)
+    return rng.integers(info.min, info.max, size=shape, dtype=dt, endpoint=True)
+
+
+def random_pieces(array, rng, typed):
+    """The array cut at random points: typed views on element boundaries, or
+    raw byte views (format 'B') cut anywhere, inside elements included."""
+    if typed:
+        flat = array.reshape(-1)
+        cuts = sorted(rng.integers(0, flat.size + 1, size=6).tolist())
+        bounds = [0] + cuts + [flat.size]
+        return [flat[a:b] for a, b in zip(bounds, bounds[1:])]
+    raw = memoryview(array).cast("B")
+    cuts = sorted(rng.integers(0, len(raw) + 1, size=7).tolist())
+    bounds = [0] + cuts + [len(raw)]
+    return [raw[a:b] for a, b in zip(bounds, bounds[1:])]
+
+
+def read(path):
+    return zarr.open_array(str(path), mode="r")[...]
+
+
+VARIANTS = [
+    dict(),
+    dict(codec="zstd:1"),
+    dict(shard=(1, 2, 2), codec="blosc-lz4:1"),
+    dict(shard=(2, 2, 3), codec="gzip:1", buffered_io=True),
+    dict(shard=(1, 2, 1), codec="blosc-zstd:1", shuffle="bit", writers=2),
+]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("variant", range(len(VARIANTS)))
+def test_every_dtype_split_at_random_reads_back(tmp_path, dtype, variant):
+    opts = VARIANTS[variant]
+    rng = np.random.default_rng(hash((dtype, variant)) % 2**32)
+    planes, shape, tile = 11, (19, 33), (4, 8, 16)
+    array = data_of(dtype, (planes,) + shape, variant)
+    out = tmp_path / "a.zarr"
+    taken = 0
+    with retile.Stream(out, shape=(0,) + shape, tile=tile, dtype=dtype, dim_names=["t", "y", "x"], **opts) as s:
+        for piece in random_pieces(array, rng, typed=variant % 2 == 0):
+            taken += s.append(piece)
+    assert taken == array.nbytes
+    summary = s.summary
+    assert summary["bytes"] == array.nbytes and summary["planes"] == planes
+    back = read(out)
+    assert back.dtype == array.dtype and back.shape == array.shape
+    np.testing.assert_array_equal(back, array)
+    meta = json.loads((out / "zarr.json").read_text())
+    assert meta["dimension_names"] == ["t", "y", "x"]
+
+
+def test_bounded_shape_with_numpy_dtype_names_and_fill(tmp_path):
+    array = data_of("i16", (5, 7, 9), 3)
+    out = tmp_path / "b.zarr"
+    s = retile.Stream(str(out), (5, 7, 9), (2, 4, 4), np.dtype("int16"), fill=-3, codec="zstd")
+    assert s.dtype == "i16" and s.zarr_dtype == "int16" and not s.finished
+    assert s.append(array) == array.nbytes
+    summary = s.finish()
+    assert s.finished and s.summary == summary
+    for key in ["bytes", "planes", "epochs", "tiles", "seconds", "gigabytes_per_second", "scatter_seconds",
+                "wait_seconds", "sink_seconds", "buffer_bytes", "stored_bytes", "files", "omitted_chunks",
+                "encode_seconds", "write_seconds"]:
+        assert key in summary, key
+    np.testing.assert_array_equal(read(out), array)
+    assert zarr.open_array(str(out), mode="r").fill_value == -3
+    # numpy scalar types name dtypes too
+    retile.Stream(None, (0, 4), (1, 4), np.uint16).finish()
+    retile.Stream(None, (0, 4), (1, 4), "float32").finish()
+
+
+def test_bf16_takes_two_byte_elements():
+    s = retile.Stream(None, (0, 8), (2, 8), "bf16", fill=1.5)
+    bits = np.arange(64, dtype=np.uint16)
+    assert s.append(bits) == 128
+    assert s.append(bits.view(np.float16)) == 128
+    with pytest.raises(ValueError, match="bf16"):
+        s.append(np.zeros(4, np.float32))
+    assert s.finish()["planes"] == 16
+
+
+def test_bytes_bytearray_memoryview_and_any_shape():
+    s = retile.Stream(None, (0, 4, 4), (2, 2, 2), "u8")
+    assert s.append(bytes(16)) == 16
+    assert s.append(bytearray(16)) == 16
+    assert s.append(memoryview(bytes(16))) == 16
+    assert s.append(np.zeros((2, 2, 2, 2), np.uint8)) == 16
+    assert s.append(b"") == 0
+    assert s.bytes_taken == 64
+    assert s.finish()["planes"] == 4
+
+
+def test_past_a_bounded_shape_fewer_bytes_are_taken():
+    s = retile.Stream(None, (2, 4), (1, 4), "u8")
+    assert s.append(bytes(12)) == 8
+    assert s.finish()["planes"] == 2
+
+
+def test_non_contiguous_wrong_dtype_and_after_finish_raise():
+    s = retile.Stream(None, (0, 4, 8), (1, 4, 8), "u16")
+    a = np.zeros((4, 16), np.uint16)
+    with pytest.raises(ValueError, match="C-contiguous"):
+        s.append(a[:, ::2])
+    with pytest.raises(ValueError, match="C-contiguous"):
+        s.append(np.asfortranarray(np.zeros((4, 8), np.uint16)))
+    with pytest.raises(ValueError, match=r"format 'f'.*u16"):
+        s.append(np.zeros((4, 8), np.float32))
+    with pytest.raises(ValueError, match="u16"):
+        s.append(np.zeros((4, 8), np.int16))
+    with pytest.raises(ValueError, match="big-endian"):
+        s.append(np.zeros((4, 8), ">u2"))
+    with pytest.raises(TypeError, match="buffer protocol"):
+        s.append([1, 2, 3])
+    # a contiguous slice of rows is fine
+    assert s.append(np.ascontiguousarray(a[:, ::2])) == 64
+    assert s.append(np.zeros((8, 8), np.uint16)[2:6]) == 64
+    s.finish()
+    with pytest.raises(RuntimeError, match="the stream is finished"):
+        s.append(np.zeros((4, 8), np.uint16))
+    with pytest.raises(RuntimeError, match="the stream is finished"):
+        s.finish()
+
+
+def test_bad_arguments_are_value_errors_and_store_errors_os_errors(tmp_path):
+    with pytest.raises(ValueError, match="unknown dtype 'u24'"):
+        retile.Stream(None, (0, 4), (1, 4), "u24")
+    with pytest.raises(ValueError, match="fill: '-1' is not a u16 value"):
+        retile.Stream(None, (0, 4), (1, 4), "u16", fill=-1)
+    with pytest.raises(ValueError):
+        retile.Stream(None, (0, 4), (1, 4), "u16", codec="lzma")
+    with pytest.raises(ValueError, match="take effect only with an output"):
+        retile.Stream(None, (0, 4), (1, 4), "u16", shard=(1, 1))
+    with pytest.raises(ValueError, match="unknown backend"):
+        retile.Stream(None, (0, 4), (1, 4), "u16", backend="tpu")
+    with pytest.raises(ValueError):
+        retile.Stream(None, (0, 4), (1, 4, 4), "u16")
+    (tmp_path / "taken").mkdir()
+    (tmp_path / "taken" / "file.txt").write_text("mine")
+    with pytest.raises(ValueError, match="already exists and is not empty"):
+        retile.Stream(tmp_path / "taken", (0, 4), (1, 4), "u8")
+    assert (tmp_path / "taken" / "file.txt").read_text() == "mine"
+    with pytest.raises(OSError, match="sink: "):
+        s = retile.Stream(tmp_path / "taken" / "file.txt" / "a.zarr", (0, 4), (1, 4), "u8")
+        s.append(bytes(4))
+        s.finish()
+
+
+def test_with_block_finishes_even_when_an_exception_propagates(tmp_path):
+    out = tmp_path / "c.zarr"
+    frames = data_of("u16", (5, 6, 10), 1)
+    with pytest.raises(KeyError):
+        with retile.Stream(out, (0, 6, 10), (2, 3, 5), "u16") as s:
+            s.append(frames)
+            s.append(bytes(7))  # part of a plane: dropped when the stream is finished
+            raise KeyError("camera unplugged")
+    # the 7 bytes of a plane were dropped: finishing raised under the KeyError, which propagated
+    assert s.finished and s.summary is None
+    np.testing.assert_array_equal(read(out), frames)
+    # a partial plane without an exception is an error at the end of the block
+    with pytest.raises(RuntimeError, match="ended inside a plane"):
+        with retile.Stream(tmp_path / "d.zarr", (0, 6, 10), (2, 3, 5), "u16") as s:
+            s.append(frames)
+            s.append(bytes(7))
+    np.testing.assert_array_equal(read(tmp_path / "d.zarr"), frames)
+
+
+def test_overwrite_replaces_a_store(tmp_path):
+    out = tmp_path / "e.zarr"
+    with retile.Stream(out, (0, 4), (2, 4), "u8") as s:
+        s.append(bytes(range(16)))
+    with pytest.raises(ValueError, match="already exists"):
+        retile.Stream(out, (0, 4), (2, 4), "u8")
+    with retile.Stream(out, (0, 4), (2, 4), "u16", overwrite=True) as s:
+        s.append(np.arange(8, dtype=np.uint16))
+    np.testing.assert_array_equal(read(out), np.arange(8, dtype=np.uint16).reshape(2, 4))
+
+
+def test_the_gil_is_released_while_tiling():
+    big = np.ones((64, 1024, 1024), np.uint16)  # 128 MiB
+    s = retile.Stream(None, (0, 1024, 1024), (16, 128, 128), "u16")
+    count = 0
+    stop = False
+
+    def spin():
+        nonlocal count
+        while not stop:
+            count += 1
+
+    t = threading.Thread(target=spin)
+    t.start()
+    try:
+        time.sleep(0.05)
+        slowest = 0
+        progressed = []
+        for _ in range(3):
+            before = count
+            started = time.perf_counter()
+            s.append(big)
+            slowest = max(slowest, time.perf_counter() - started)
+            progressed.append(count - before)
+    finally:
+        stop = True
+        t.join()
+    s.finish()
+    # with the GIL held for the whole append the other thread could not count at all
+    assert min(progressed) > 0, (progressed, slowest)
+    assert sum(progressed) > 1000, (progressed, slowest)
