@@ -66,7 +66,7 @@ class RegisterLayout:
         ([6, 12], [3, 2, 4, 3], [1, 3], [0, 2])
     """
 
-    expr: str
+    expr: str = field(compare=False)
     shape: List[int]
     mode_shape: List[int]
     spatial_modes: List[int]
@@ -140,7 +140,7 @@ class DeviceLayout:
         ([256, 512, 64], [1, 0, -1])
     """
 
-    expr: str
+    expr: str = field(compare=False)
     host_size: List[int]
     device_size: List[int]
     dim_map: List[int]
@@ -163,7 +163,7 @@ class TransposePlan:
         (True, 2, 8, 8, 2, 16)
     """
 
-    expr: str
+    expr: str = field(compare=False)
     applies: bool
     load_width: Optional[int]
     loads: Optional[int]
