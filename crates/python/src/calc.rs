@@ -54,14 +54,23 @@ fn to_python(py: Python<'_>, v: &Value) -> PyResult<PyObject> {
         Value::Int(i) => i.into_pyobject(py)?.into_any().unbind(),
         Value::Bool(b) => b.into_pyobject(py)?.to_owned().into_any().unbind(),
         Value::Tuple(items) => {
-            let items = items.iter().map(|x| to_python(py, x)).collect::<PyResult<Vec<_>>>()?;
+            let items = items
+                .iter()
+                .map(|x| to_python(py, x))
+                .collect::<PyResult<Vec<_>>>()?;
             PyTuple::new(py, items)?.into_any().unbind()
         }
         Value::List(items) => {
-            let items = items.iter().map(|x| to_python(py, x)).collect::<PyResult<Vec<_>>>()?;
+            let items = items
+                .iter()
+                .map(|x| to_python(py, x))
+                .collect::<PyResult<Vec<_>>>()?;
             PyList::new(py, items)?.into_any().unbind()
         }
-        Value::Layout(l) => Layout::wrap(l.clone()).into_pyobject(py)?.into_any().unbind(),
+        Value::Layout(l) => Layout::wrap(l.clone())
+            .into_pyobject(py)?
+            .into_any()
+            .unbind(),
         Value::Tiler(t) => t.to_string().into_pyobject(py)?.into_any().unbind(),
         Value::Underscore => py.None(),
         Value::Name(n) => n.into_pyobject(py)?.into_any().unbind(),
@@ -124,7 +133,9 @@ fn to_python(py: Python<'_>, v: &Value) -> PyResult<PyObject> {
 #[pyfunction]
 fn evaluate(py: Python<'_>, expr: &str) -> PyResult<PyObject> {
     let owned = expr.to_owned();
-    let value = py.allow_threads(move || calc_evaluate(&owned)).map_err(calc_err)?;
+    let value = py
+        .allow_threads(move || calc_evaluate(&owned))
+        .map_err(calc_err)?;
     to_python(py, &value)
 }
 

@@ -13,15 +13,28 @@ pub fn layout_err(e: LayoutError) -> PyErr {
 /// An int or nested tuple (or list) of ints as an IntTuple.
 pub fn int_tuple(obj: &Bound<'_, PyAny>) -> PyResult<IntTuple> {
     if let Ok(t) = obj.downcast::<PyTuple>() {
-        return t.iter().map(|x| int_tuple(&x)).collect::<PyResult<_>>().map(IntTuple::Tuple);
+        return t
+            .iter()
+            .map(|x| int_tuple(&x))
+            .collect::<PyResult<_>>()
+            .map(IntTuple::Tuple);
     }
     if let Ok(l) = obj.downcast::<PyList>() {
-        return l.iter().map(|x| int_tuple(&x)).collect::<PyResult<_>>().map(IntTuple::Tuple);
+        return l
+            .iter()
+            .map(|x| int_tuple(&x))
+            .collect::<PyResult<_>>()
+            .map(IntTuple::Tuple);
     }
     if obj.is_instance_of::<pyo3::types::PyBool>() {
-        return Err(PyTypeError::new_err("expected an int or a tuple of ints, got a bool"));
+        return Err(PyTypeError::new_err(
+            "expected an int or a tuple of ints, got a bool",
+        ));
     }
-    match obj.call_method0("__index__").and_then(|i| i.extract::<i64>()) {
+    match obj
+        .call_method0("__index__")
+        .and_then(|i| i.extract::<i64>())
+    {
         Ok(v) => Ok(IntTuple::Int(v)),
         Err(_) => Err(PyTypeError::new_err(format!(
             "expected an int or a (nested) tuple of ints, got {}",
@@ -35,7 +48,10 @@ pub fn to_py(py: Python<'_>, t: &IntTuple) -> PyResult<PyObject> {
     match t {
         IntTuple::Int(v) => Ok(v.into_pyobject(py)?.into_any().unbind()),
         IntTuple::Tuple(items) => {
-            let items: Vec<PyObject> = items.iter().map(|i| to_py(py, i)).collect::<PyResult<_>>()?;
+            let items: Vec<PyObject> = items
+                .iter()
+                .map(|i| to_py(py, i))
+                .collect::<PyResult<_>>()?;
             Ok(PyTuple::new(py, items)?.into_any().unbind())
         }
     }
@@ -88,10 +104,18 @@ pub fn as_tiler(obj: &Bound<'_, PyAny>) -> PyResult<Tiler> {
         return Ok(Tiler::Layout(l.get().inner.clone()));
     }
     if let Ok(t) = obj.downcast::<PyTuple>() {
-        return t.iter().map(|x| as_tiler(&x)).collect::<PyResult<_>>().map(Tiler::Modes);
+        return t
+            .iter()
+            .map(|x| as_tiler(&x))
+            .collect::<PyResult<_>>()
+            .map(Tiler::Modes);
     }
     if let Ok(t) = obj.downcast::<PyList>() {
-        return t.iter().map(|x| as_tiler(&x)).collect::<PyResult<_>>().map(Tiler::Modes);
+        return t
+            .iter()
+            .map(|x| as_tiler(&x))
+            .collect::<PyResult<_>>()
+            .map(Tiler::Modes);
     }
     if let Ok(IntTuple::Int(n)) = int_tuple(obj) {
         return RLayout::vector(n, 1).map(Tiler::Layout).map_err(layout_err);
@@ -128,7 +152,9 @@ impl Layout {
         match text.parse::<RLayout>() {
             Ok(l) => Ok(Layout::wrap(l)),
             Err(e) => match text.parse::<IntTuple>() {
-                Ok(shape) => RLayout::from_shape(shape).map(Layout::wrap).map_err(layout_err),
+                Ok(shape) => RLayout::from_shape(shape)
+                    .map(Layout::wrap)
+                    .map_err(layout_err),
                 Err(_) => Err(layout_err(e)),
             },
         }
@@ -237,7 +263,11 @@ impl Layout {
     #[pyo3(signature = (*args))]
     fn __call__(&self, args: &Bound<'_, PyTuple>) -> PyResult<i64> {
         let coord = match args.len() {
-            0 => return Err(PyTypeError::new_err("call a layout with an index or a coordinate")),
+            0 => {
+                return Err(PyTypeError::new_err(
+                    "call a layout with an index or a coordinate",
+                ))
+            }
             1 => int_tuple(&args.get_item(0)?)?,
             _ => int_tuple(args.as_any())?,
         };
@@ -446,7 +476,10 @@ tiler_fn!(flat_product, "``zipped_product`` with both parts unpacked.\n\nExample
 ///     '((4,2),(1,3)):((1,4),(0,8))'
 #[pyfunction]
 fn blocked_product(a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<Layout> {
-    wrap(retile_layout::blocked_product(&as_layout(a)?, &as_layout(b)?))
+    wrap(retile_layout::blocked_product(
+        &as_layout(a)?,
+        &as_layout(b)?,
+    ))
 }
 
 /// Raked product: like ``blocked_product`` with ``b`` innermost.
@@ -507,7 +540,10 @@ fn max_common_vector(a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<i64
 ///     '8:1'
 #[pyfunction]
 fn max_common_layout(a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<Layout> {
-    wrap(retile_layout::max_common_layout(&as_layout(a)?, &as_layout(b)?))
+    wrap(retile_layout::max_common_layout(
+        &as_layout(a)?,
+        &as_layout(b)?,
+    ))
 }
 
 /// The offset of a coordinate in ``shape`` with ``stride`` (compact
@@ -519,7 +555,11 @@ fn max_common_layout(a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<Lay
 ///     (6, 3)
 #[pyfunction]
 #[pyo3(signature = (crd, shape, stride=None))]
-fn crd2idx(crd: &Bound<'_, PyAny>, shape: &Bound<'_, PyAny>, stride: Option<&Bound<'_, PyAny>>) -> PyResult<i64> {
+fn crd2idx(
+    crd: &Bound<'_, PyAny>,
+    shape: &Bound<'_, PyAny>,
+    stride: Option<&Bound<'_, PyAny>>,
+) -> PyResult<i64> {
     let shape = int_tuple(shape)?;
     let stride = match stride {
         Some(s) if !s.is_none() => int_tuple(s)?,

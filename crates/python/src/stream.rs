@@ -29,7 +29,10 @@ fn dtype_of(dtype: &Bound<'_, PyAny>) -> PyResult<DType> {
         text
     } else if let Ok(name) = dtype.getattr("name").and_then(|n| n.extract::<String>()) {
         name
-    } else if let Ok(name) = dtype.getattr("__name__").and_then(|n| n.extract::<String>()) {
+    } else if let Ok(name) = dtype
+        .getattr("__name__")
+        .and_then(|n| n.extract::<String>())
+    {
         name
     } else {
         dtype.str()?.to_string()
@@ -104,11 +107,7 @@ impl HeldBuffer {
         let mut view = Box::new(std::mem::MaybeUninit::<pyo3::ffi::Py_buffer>::zeroed());
         // SAFETY: `obj` is a live object and `view` points to writable storage for a Py_buffer.
         let rc = unsafe {
-            pyo3::ffi::PyObject_GetBuffer(
-                obj.as_ptr(),
-                view.as_mut_ptr(),
-                pyo3::ffi::PyBUF_FULL_RO,
-            )
+            pyo3::ffi::PyObject_GetBuffer(obj.as_ptr(), view.as_mut_ptr(), pyo3::ffi::PyBUF_FULL_RO)
         };
         if rc != 0 {
             let err = PyErr::fetch(obj.py());
@@ -192,7 +191,9 @@ fn summary_dict<'py>(py: Python<'py>, s: &Summary) -> PyResult<Bound<'py, PyDict
 }
 
 fn busy() -> PyErr {
-    PyRuntimeError::new_err("the stream is in use by another thread; append from one thread at a time")
+    PyRuntimeError::new_err(
+        "the stream is in use by another thread; append from one thread at a time",
+    )
 }
 
 #[pymethods]
@@ -333,7 +334,8 @@ impl Stream {
         let stream: &mut AnyStream = &mut inner;
         let result = py.allow_threads(move || stream.finish());
         drop(inner);
-        self.closed.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.closed
+            .store(true, std::sync::atomic::Ordering::Relaxed);
         let summary = result.map_err(stream_err)?;
         let d = summary_dict(py, &summary)?;
         *self.finished.lock().map_err(|_| busy())? = Some(d.clone().unbind());
