@@ -31,6 +31,12 @@ pub fn int_tuple(obj: &Bound<'_, PyAny>) -> PyResult<IntTuple> {
             "expected an int or a tuple of ints, got a bool",
         ));
     }
+    // the common case without a Python method call
+    if obj.is_exact_instance_of::<pyo3::types::PyInt>() {
+        if let Ok(v) = obj.extract::<i64>() {
+            return Ok(IntTuple::Int(v));
+        }
+    }
     match obj
         .call_method0("__index__")
         .and_then(|i| i.extract::<i64>())
@@ -81,12 +87,15 @@ impl Layout {
 }
 
 /// A layout argument: a Layout, or an int `n` standing for `n:1`.
-pub fn as_layout(obj: &Bound<'_, PyAny>) -> PyResult<RLayout> {
+/// A Layout is borrowed, not copied.
+pub fn as_layout<'a>(obj: &'a Bound<'_, PyAny>) -> PyResult<std::borrow::Cow<'a, RLayout>> {
     if let Ok(l) = obj.downcast::<Layout>() {
-        return Ok(l.get().inner.clone());
+        return Ok(std::borrow::Cow::Borrowed(&l.get().inner));
     }
     if let Ok(IntTuple::Int(n)) = int_tuple(obj) {
-        return RLayout::vector(n, 1).map_err(layout_err);
+        return RLayout::vector(n, 1)
+            .map(std::borrow::Cow::Owned)
+            .map_err(layout_err);
     }
     Err(PyTypeError::new_err(format!(
         "expected a retile.Layout (or an int n for n:1), got {}",
@@ -379,7 +388,10 @@ fn make_layout(layouts: &Bound<'_, PyTuple>) -> PyResult<Layout> {
         }
         _ => layouts.iter().collect(),
     };
-    let modes = items.iter().map(as_layout).collect::<PyResult<Vec<_>>>()?;
+    let modes = items
+        .iter()
+        .map(|x| as_layout(x).map(std::borrow::Cow::into_owned))
+        .collect::<PyResult<Vec<_>>>()?;
     Ok(Layout::wrap(RLayout::from_modes(modes)))
 }
 
@@ -414,7 +426,7 @@ fn filter(layout: &Bound<'_, PyAny>, profile: Option<&Bound<'_, PyAny>>) -> PyRe
             "filter with a profile is not supported; filter the modes of the layout one by one",
         ));
     }
-    wrap(retile_layout::filter(&as_layout(layout)?))
+    wrap(retile_layout::filter(&*as_layout(layout)?))
 }
 
 /// ``A ∘ B``: ``B`` a layout, an int, None, or a tuple of these applied mode by mode.
@@ -446,7 +458,7 @@ fn complement(layout: &Bound<'_, PyAny>, max_idx: Option<&Bound<'_, PyAny>>) -> 
         Some(m) if !m.is_none() => int_tuple(m)?,
         _ => IntTuple::Int(1),
     };
-    wrap(retile_layout::complement(&as_layout(layout)?, &cotarget))
+    wrap(retile_layout::complement(&*as_layout(layout)?, &cotarget))
 }
 
 macro_rules! tiler_fn {
@@ -454,7 +466,7 @@ macro_rules! tiler_fn {
         #[doc = $doc]
         #[pyfunction]
         fn $name(a: &Bound<'_, PyAny>, tiler: &Bound<'_, PyAny>) -> PyResult<Layout> {
-            wrap(retile_layout::$name(&as_layout(a)?, &as_tiler(tiler)?))
+            wrap(retile_layout::$name(&*as_layout(a)?, &as_tiler(tiler)?))
         }
     };
 }
@@ -477,8 +489,8 @@ tiler_fn!(flat_product, "``zipped_product`` with both parts unpacked.\n\nExample
 #[pyfunction]
 fn blocked_product(a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<Layout> {
     wrap(retile_layout::blocked_product(
-        &as_layout(a)?,
-        &as_layout(b)?,
+        &*as_layout(a)?,
+        &*as_layout(b)?,
     ))
 }
 
@@ -490,7 +502,7 @@ fn blocked_product(a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<Layou
 ///     '((2,4),(3,1)):((4,1),(8,0))'
 #[pyfunction]
 fn raked_product(a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<Layout> {
-    wrap(retile_layout::raked_product(&as_layout(a)?, &as_layout(b)?))
+    wrap(retile_layout::raked_product(&*as_layout(a)?, &*as_layout(b)?))
 }
 
 /// A layout ``R`` with ``L(R(i)) == i`` on the largest contiguous prefix.
@@ -504,7 +516,7 @@ fn right_inverse(layout: &Bound<'_, PyAny>) -> PyResult<Option<Layout>> {
     if layout.is_none() {
         return Ok(None);
     }
-    wrap(retile_layout::right_inverse(&as_layout(layout)?)).map(Some)
+    wrap(retile_layout::right_inverse(&*as_layout(layout)?)).map(Some)
 }
 
 /// A layout ``R`` with ``R(L(i)) == i``.
@@ -518,7 +530,7 @@ fn left_inverse(layout: &Bound<'_, PyAny>) -> PyResult<Option<Layout>> {
     if layout.is_none() {
         return Ok(None);
     }
-    wrap(retile_layout::left_inverse(&as_layout(layout)?)).map(Some)
+    wrap(retile_layout::left_inverse(&*as_layout(layout)?)).map(Some)
 }
 
 /// How many leading elements of ``a`` and ``b`` are contiguous in both.
@@ -529,7 +541,7 @@ fn left_inverse(layout: &Bound<'_, PyAny>) -> PyResult<Option<Layout>> {
 ///     8
 #[pyfunction]
 fn max_common_vector(a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<i64> {
-    retile_layout::max_common_vector(&as_layout(a)?, &as_layout(b)?).map_err(layout_err)
+    retile_layout::max_common_vector(&*as_layout(a)?, &*as_layout(b)?).map_err(layout_err)
 }
 
 /// The layout of the elements ``a`` and ``b`` both hold contiguously.
@@ -541,8 +553,8 @@ fn max_common_vector(a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<i64
 #[pyfunction]
 fn max_common_layout(a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<Layout> {
     wrap(retile_layout::max_common_layout(
-        &as_layout(a)?,
-        &as_layout(b)?,
+        &*as_layout(a)?,
+        &*as_layout(b)?,
     ))
 }
 
