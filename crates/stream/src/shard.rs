@@ -9,7 +9,7 @@ use crate::plan::StreamPlan;
 use crate::StreamError;
 
 /// The bytes of the shard indexes of one row that a stream may hold.
-const MAX_ROW_INDEX_BYTES: u64 = 1 << 30;
+const MAX_ROW_INDEX_BYTES: u64 = 1 << 28;
 
 /// Bytes of one index entry: `offset` and `nbytes`, little-endian u64.
 pub(crate) const ENTRY_BYTES: u64 = 16;
@@ -60,7 +60,7 @@ impl ShardGrid {
         Ok(grid)
     }
 
-    /// The index of every open shard of a row, at most a gigabyte.
+    /// The index of every open shard of a row, at most 256 MiB.
     fn check_index_memory(&self) -> Result<(), StreamError> {
         let bytes = (self.files_per_row() as u128)
             * (self.chunks_per_file() as u128)
