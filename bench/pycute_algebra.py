@@ -5,17 +5,9 @@ import timeit
 
 import pycute as p
 
-L = p.Layout
-CASES = {
-    "coalesce": (p.coalesce, (L((2, (1, 6)), (1, (6, 2))),)),
-    "composition": (p.composition, (L((6, 2), (8, 2)), L((4, 3), (3, 1)))),
-    "complement": (p.complement, (L((2, 2), (1, 4)), 24)),
-    "logical_divide": (p.logical_divide, (L((4, 2, 3), (2, 1, 8)), L(4, 2))),
-    "zipped_divide": (p.zipped_divide, (L((9, (4, 8)), (59, (13, 1))), (L(3, 3), L((2, 4), (1, 8))))),
-    "logical_product": (p.logical_product, (L((2, 2), (1, 2)), L((2, 2), (1, 2)))),
-    "right_inverse": (p.right_inverse, (L((4, 2), (2, 1)),)),
-    "left_inverse": (p.left_inverse, (L((4, 2), (1, 5)),)),
-}
+from algebra_cases import cases
+
+CASES = cases(p)
 
 
 def ns_per_op(fn, args):
