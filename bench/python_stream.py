@@ -1,7 +1,7 @@
 """A stream fed frame by frame from numpy through the Python package, beside
 the same stream from `retile stream --input FILE` on the page-cached file,
 in one run: same frames, tiles, shards and codec, same file system; GB/s of
-input end to end (stream made to store closed), best of two interleaved runs.
+input end to end (stream made to store closed), best of three interleaved runs.
 
     python3 -m pip install ./crates/python numpy
     python3 bench/python_stream.py target/release/retile /tmp/pywork [planes]
@@ -53,7 +53,7 @@ def from_command(out, shard, codec):
 print(f"{planes} frames of {H}x{W} u16 ({gb:.2f} GB), page-cached")
 for name, shard, codec in CASES:
     best = {}
-    for _ in range(2):
+    for _ in range(3):
         for who, run in (("python", from_python), ("command", from_command)):
             out = os.path.join(work, f"{who}.zarr")
             shutil.rmtree(out, ignore_errors=True)
