@@ -52,9 +52,10 @@ pub struct StreamArgs {
     /// pattern whose values encode their linear index is streamed.
     #[arg(long)]
     input: Option<String>,
-    /// Planes of synthetic input when the shape is unbounded.
-    #[arg(long, default_value_t = 256)]
-    planes: u64,
+    /// Planes of synthetic input when the shape is unbounded (default 256);
+    /// a bounded shape says how many itself.
+    #[arg(long)]
+    planes: Option<u64>,
     /// Zarr v3 directory to write; without it the tiler is only measured.
     #[arg(long)]
     output: Option<PathBuf>,
@@ -163,7 +164,11 @@ impl Source {
     /// Opens `path`: mapped if it is a regular file that maps, read otherwise.
     fn file(path: &str) -> Result<Source, String> {
         let file = std::fs::File::open(path).map_err(|e| format!("cannot open input {path}: {e}"))?;
-        let regular = file.metadata().map(|m| m.is_file()).unwrap_or(false);
+        let kind = file.metadata().map(|m| m.file_type());
+        if kind.as_ref().is_ok_and(|k| k.is_dir()) {
+            return Err(format!("the input {path} is a directory, not a file"));
+        }
+        let regular = kind.is_ok_and(|k| k.is_file());
         // SAFETY: the map is only read; a file truncated by another process
         // while it is streamed would fault, as with any reader of a mapping.
         match regular.then(|| unsafe { memmap2::Mmap::map(&file) }) {
@@ -322,10 +327,16 @@ pub fn stream(args: &StreamArgs) -> Result<ExitCode, String> {
         .ok()
         .and_then(|n| n.checked_mul(esize as u64))
         .ok_or("a plane of this shape does not fit in 64 bits of bytes")?;
-    let planes = if spec.is_unbounded() {
-        args.planes
-    } else {
-        spec.shape()[0]
+    let planes = match (spec.is_unbounded(), args.planes, &args.input) {
+        (true, planes, None) => planes.unwrap_or(256),
+        (_, Some(_), Some(_)) => return Err("--planes sets the length of the synthetic input; with --input the input's length decides".into()),
+        (false, Some(p), _) if p != spec.shape()[0] => {
+            return Err(format!(
+                "--planes {p} contradicts the shape, whose first extent is {}; give --planes only with an unbounded shape (first extent 0)",
+                spec.shape()[0]
+            ))
+        }
+        _ => spec.shape()[0],
     };
     let total = planes.checked_mul(plane_bytes).ok_or_else(|| {
         format!("{planes} planes of {plane_bytes} bytes do not fit in 64 bits of bytes; stream fewer planes")

@@ -202,3 +202,20 @@ fn a_full_stdout_is_an_error_not_a_panic() {
         assert!(err.contains("cannot write to stdout") && !err.contains("panicked"), "{args:?}: {err}");
     }
 }
+
+#[test]
+fn inputs_and_outputs_of_the_wrong_kind_are_refused_before_a_store_is_made() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("w.zarr");
+    let store = store.to_str().unwrap();
+    let base = ["stream", "--shape", "0,4,4", "--tile", "1,2,2"];
+    let dir_text = dir.path().to_str().unwrap();
+    refused(&[&base[..], &["--input", dir_text, "--output", store]].concat(), "is a directory");
+    assert!(!Path::new(store).exists(), "a store was made for an input that cannot be read");
+    refused(&[&base[..], &["--output", "/dev/null"]].concat(), "is not a directory");
+    refused(&[&base[..], &["--planes", "4", "--input", "/dev/null"]].concat(), "--planes");
+    refused(
+        &["stream", "--shape", "3,4,4", "--tile", "1,2,2", "--planes", "99", "--output", store],
+        "contradicts the shape",
+    );
+}

@@ -182,6 +182,12 @@ impl ZarrSink {
     fn prepare_directory(&self) -> Result<(), StreamError> {
         let path = &self.options.path;
         let fail = |doing: &str, e: std::io::Error| Self::fail(path, doing, e);
+        if path.exists() && !path.is_dir() {
+            return Err(StreamError::Invalid(format!(
+                "{} exists and is not a directory; a Zarr store is a directory",
+                path.display()
+            )));
+        }
         if path.exists() {
             let mut entries = std::fs::read_dir(path)
                 .map_err(|e| fail("reading the existing output directory", e))?;
