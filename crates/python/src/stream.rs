@@ -17,7 +17,7 @@ pub fn stream_err(e: StreamError) -> PyErr {
     let message = e.to_string();
     match e {
         StreamError::Invalid(_) | StreamError::Layout(_) => PyValueError::new_err(message),
-        StreamError::Sink(_) => PyOSError::new_err(message),
+        StreamError::Sink(_) | StreamError::Store { .. } => PyOSError::new_err(message),
         _ => PyRuntimeError::new_err(message),
     }
 }

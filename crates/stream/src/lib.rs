@@ -58,6 +58,18 @@ pub enum StreamError {
     /// The sink failed; the message says what it was doing.
     #[error("sink: {0}")]
     Sink(String),
+    /// Writing the store failed: what was being written, where, and why
+    /// (the underlying error is kept as the source).
+    #[error("sink: {doing} in {}: {source}", .path.display())]
+    Store {
+        /// What was being written.
+        doing: String,
+        /// The store.
+        path: std::path::PathBuf,
+        /// The error of the file system, codec or metadata library.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// The GPU backend failed or is missing; the message says what it was doing.
     #[error("GPU: {0}")]
     Gpu(String),

@@ -142,8 +142,16 @@ impl ZarrSink {
         }
     }
 
-    fn fail(path: &Path, doing: &str, e: impl std::fmt::Display) -> StreamError {
-        StreamError::Sink(format!("{doing} in {}: {e}", path.display()))
+    fn fail(
+        path: &Path,
+        doing: &str,
+        e: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> StreamError {
+        StreamError::Store {
+            doing: doing.to_owned(),
+            path: path.to_owned(),
+            source: e.into(),
+        }
     }
 
     fn store(&mut self) -> Result<&mut Store, StreamError> {

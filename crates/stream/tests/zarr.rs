@@ -200,6 +200,9 @@ fn a_read_only_directory_is_an_error() {
         err.to_string().contains("/proc/self/retile-test.zarr"),
         "{err}"
     );
+    // the file system's own error is kept as the source
+    let source = std::error::Error::source(&err).expect("an I/O error as the source");
+    assert!(source.downcast_ref::<std::io::Error>().is_some(), "{source:?}");
 }
 
 /// A full disk, simulated: one chunk's file is a link to /dev/full, where
