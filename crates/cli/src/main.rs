@@ -30,7 +30,7 @@ enum Command {
     #[command(subcommand)]
     Plan(PlanCommand),
     /// Stream row-major data into tiles (a Zarr v3 array); the main job.
-    Stream(stream_cmd::StreamArgs),
+    Stream(Box<stream_cmd::StreamArgs>),
     /// GPU benchmarks (a build with `--features cuda`): permutes, the device scatter, pinned streaming.
     #[command(subcommand)]
     Bench(BenchCommand),
