@@ -40,8 +40,6 @@ pub(crate) struct Appender<'s> {
     state: &'s mut Appended,
     stage: EpochBuffer,
     filled: usize,
-    /// Bytes handed to the disk by this appender.
-    pub written: u64,
 }
 
 impl<'s> Appender<'s> {
@@ -62,9 +60,7 @@ impl<'s> Appender<'s> {
         let _ = direct;
         let file = options.open(path)?;
         state.started = true;
-        let mut stage = STAGE
-            .with(|s| s.borrow_mut().take())
-            .map_or_else(|| EpochBuffer::new(STAGE_BYTES, &[0]).map_err(io::Error::other), Ok)?;
+        let mut stage = take_stage()?;
         let filled = state.tail.len();
         stage[..filled].copy_from_slice(&state.tail);
         Ok(Appender {
@@ -72,7 +68,6 @@ impl<'s> Appender<'s> {
             state,
             stage,
             filled,
-            written: 0,
         })
     }
 
@@ -122,7 +117,6 @@ impl<'s> Appender<'s> {
         self.stage[..rest.len()].copy_from_slice(&rest);
         self.filled = rest.len();
         self.state.flushed += done as u64;
-        self.written += done as u64;
         Ok(())
     }
 
@@ -136,7 +130,6 @@ impl<'s> Appender<'s> {
         self.stage.copy_within(len..len + rest, 0);
         self.filled = rest;
         self.state.flushed += len as u64;
-        self.written += len as u64;
         Ok(())
     }
 
@@ -163,7 +156,6 @@ impl<'s> Appender<'s> {
         if padded > 0 {
             self.write_blocks(padded)?;
         }
-        self.written -= (padded - filled) as u64;
         self.state.tail.clear();
         self.file.set_len(len)
     }
@@ -171,8 +163,7 @@ impl<'s> Appender<'s> {
 
 impl Drop for Appender<'_> {
     fn drop(&mut self) {
-        let stage = std::mem::replace(&mut self.stage, EpochBuffer::empty());
-        STAGE.with(|s| *s.borrow_mut() = Some(stage));
+        give_back_stage(std::mem::replace(&mut self.stage, EpochBuffer::empty()));
     }
 }
 
@@ -192,14 +183,24 @@ fn gather(pieces: &[&[u8]], start: usize, out: &mut [u8]) {
     }
 }
 
+/// This thread's staging buffer, made on its first use.
+fn take_stage() -> io::Result<EpochBuffer> {
+    match STAGE.with(|s| s.borrow_mut().take()) {
+        Some(stage) => Ok(stage),
+        None => EpochBuffer::new(STAGE_BYTES, &[0]).map_err(io::Error::other),
+    }
+}
+
+/// Keeps `stage` as this thread's staging buffer.
+fn give_back_stage(stage: EpochBuffer) {
+    STAGE.with(|s| *s.borrow_mut() = Some(stage));
+}
+
 /// Runs `f` with this thread's staging buffer.
 fn with_stage<R>(f: impl FnOnce(&mut EpochBuffer) -> R) -> io::Result<R> {
-    let mut stage = match STAGE.with(|s| s.borrow_mut().take()) {
-        Some(stage) => stage,
-        None => EpochBuffer::new(STAGE_BYTES, &[0]).map_err(io::Error::other)?,
-    };
+    let mut stage = take_stage()?;
     let result = f(&mut stage);
-    STAGE.with(|s| *s.borrow_mut() = Some(stage));
+    give_back_stage(stage);
     Ok(result)
 }
 
