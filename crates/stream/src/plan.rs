@@ -531,3 +531,18 @@ impl fmt::Display for StreamPlan {
         Ok(())
     }
 }
+
+/// Row-major coordinates of `index` over `extents`.
+pub(crate) fn unravel(mut index: u64, extents: &[u64]) -> Vec<u64> {
+    let mut coords = vec![0; extents.len()];
+    for (c, &e) in coords.iter_mut().zip(extents).rev() {
+        *c = index % e;
+        index /= e;
+    }
+    coords
+}
+
+/// The row-major index of `coords` over `extents`.
+pub(crate) fn ravel(coords: &[u64], extents: &[u64]) -> u64 {
+    coords.iter().zip(extents).fold(0, |acc, (&c, &e)| acc * e + c)
+}

@@ -5,7 +5,7 @@
 //! dimension, so the files of one *row* (the shards of one range of
 //! epochs) are open together while those epochs land.
 
-use crate::plan::StreamPlan;
+use crate::plan::{ravel, unravel, StreamPlan};
 use crate::StreamError;
 
 /// The bytes of the shard indexes of one row that a stream may hold.
@@ -154,21 +154,6 @@ fn check_shard(plan: &StreamPlan, shard: &[u64]) -> Result<Vec<u64>, StreamError
         .try_fold(ENTRY_BYTES, |acc, &k| acc.checked_mul(k))
         .ok_or_else(overflow)?;
     Ok(shard.to_vec())
-}
-
-/// Row-major coordinates of `index` over `extents`.
-fn unravel(mut index: u64, extents: &[u64]) -> Vec<u64> {
-    let mut coords = vec![0; extents.len()];
-    for (c, &e) in coords.iter_mut().zip(extents).rev() {
-        *c = index % e;
-        index /= e;
-    }
-    coords
-}
-
-/// The row-major index of `coords` over `extents`.
-fn ravel(coords: &[u64], extents: &[u64]) -> u64 {
-    coords.iter().zip(extents).fold(0, |acc, (&c, &e)| acc * e + c)
 }
 
 /// The index of a shard: `offset`, `nbytes` pairs (all ones for a chunk

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use crate::plan::StreamPlan;
+use crate::plan::{unravel, StreamPlan};
 use crate::StreamError;
 
 
@@ -37,14 +37,8 @@ impl Epoch<'_> {
 
     /// Tile coordinates (slowest first, the epoch first) of tile `slot`.
     pub fn tile_coords(&self, slot: usize) -> Vec<u64> {
-        let counts = &self.plan.tile_counts()[1..];
-        let mut coords = vec![0; counts.len() + 1];
-        let mut rest = slot as u64;
-        for (d, &t) in counts.iter().enumerate().rev() {
-            coords[d + 1] = rest % t;
-            rest /= t;
-        }
-        coords[0] = self.index;
+        let mut coords = vec![self.index];
+        coords.extend(unravel(slot as u64, &self.plan.tile_counts()[1..]));
         coords
     }
 }
