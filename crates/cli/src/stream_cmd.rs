@@ -148,11 +148,14 @@ impl Source {
     /// The next piece of input, at most `buf.len()` bytes (empty = end).
     fn next<'a>(&'a mut self, buf: &'a mut [u8]) -> Result<&'a [u8], String> {
         if let Source::Mapped { map, at } = self {
-            // The pieces before are tiled: unmap their pages (they stay in
-            // the page cache), so that the process holds one piece of the
-            // file, not all of it.
+            // The piece before is tiled: unmap its pages (they stay in the
+            // page cache), so that the process holds one piece of the file,
+            // not all of it. Pieces are `buf.len()` long, a whole number of pages.
+            let before = at.saturating_sub(buf.len());
             // SAFETY: the range was read and is never read again.
-            let _ = unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, 0, *at) };
+            let _ = unsafe {
+                map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, before, *at - before)
+            };
             let piece = &map[*at..(*at + buf.len()).min(map.len())];
             *at += piece.len();
             return Ok(piece);
