@@ -10,8 +10,8 @@ use std::time::Instant;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use retile_stream::{
-    AnyStream, Backend, Codec, DType, NullSink, Shuffle, Sink, StreamPlan, StreamSpec, Summary,
-    ZarrOptions, ZarrSink,
+    default_axes, open_output, Axis, Backend, Codec, DType, Method, MultiscaleStream, NgffOptions,
+    Output, PyramidOptions, Shuffle, StreamPlan, StreamSpec, Summary, ZarrOptions,
 };
 
 /// Bytes read from the input per append.
@@ -41,6 +41,59 @@ pub struct PlanArgs {
     /// Print the plan as JSON.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    pyramid: PyramidArgs,
+}
+
+/// The multiscale pyramid made while streaming.
+#[derive(Args, Clone, Default)]
+pub struct PyramidArgs {
+    /// Make a multiscale pyramid (an OME-Zarr image) with this method:
+    /// mean, min, max, decimate or median.
+    #[arg(long)]
+    pyramid: Option<String>,
+    /// Levels of the pyramid, the stream included (default: until a level
+    /// fits in one tile along every halved dimension).
+    #[arg(long)]
+    levels: Option<usize>,
+    /// Which dimensions each level halves, slowest first, as 0 or 1
+    /// (default: every dimension but the first, e.g. 0,1,1).
+    #[arg(long, value_parser = parse_list)]
+    downsample: Option<Dims>,
+}
+
+impl PyramidArgs {
+    /// The pyramid asked for; `--levels` or `--downsample` without `--pyramid` is an error.
+    fn options(&self) -> Result<Option<PyramidOptions>, String> {
+        let Some(method) = &self.pyramid else {
+            return match self.levels.is_some() || self.downsample.is_some() {
+                true => {
+                    Err("--levels and --downsample take effect only with --pyramid METHOD".into())
+                }
+                false => Ok(None),
+            };
+        };
+        let method: Method = method
+            .parse()
+            .map_err(|e: retile_stream::StreamError| e.to_string())?;
+        let downsample = match &self.downsample {
+            Some(d) => Some(
+                d.0.iter()
+                    .map(|&v| match v {
+                        0 => Ok(false),
+                        1 => Ok(true),
+                        _ => Err(format!("--downsample takes 0 or 1 per dimension, not {v}")),
+                    })
+                    .collect::<Result<Vec<bool>, String>>()?,
+            ),
+            None => None,
+        };
+        Ok(Some(PyramidOptions {
+            method,
+            downsample,
+            levels: self.levels,
+        }))
+    }
 }
 
 /// Arguments of `retile stream`.
@@ -84,9 +137,28 @@ pub struct StreamArgs {
     /// compression, two per core, 4 to 16, with it).
     #[arg(long)]
     writers: Option<usize>,
-    /// Dimension names, slowest first (e.g. t,y,x).
+    /// Dimension names, slowest first (e.g. t,y,x); in an OME-Zarr image,
+    /// the axes' names (default t,y,x and the like).
     #[arg(long, value_delimiter = ',')]
     dim_names: Option<Vec<String>>,
+    #[command(flatten)]
+    pyramid: PyramidArgs,
+    /// Write an OME-Zarr (NGFF 0.5) image even without a pyramid (a
+    /// one-level image); --pyramid always writes one.
+    #[arg(long)]
+    ngff: bool,
+    /// OME-Zarr axis types, slowest first: time, channel or space
+    /// (default: by rank, e.g. time,space,space).
+    #[arg(long, value_delimiter = ',')]
+    dim_types: Option<Vec<String>>,
+    /// OME-Zarr axis units, slowest first; empty for none
+    /// (e.g. second,micrometer,micrometer or ,micrometer,micrometer).
+    #[arg(long, value_delimiter = ',')]
+    units: Option<Vec<String>>,
+    /// Physical size of one element of level 0 along each axis, slowest
+    /// first (e.g. 1,0.5,0.5; default 1).
+    #[arg(long, value_delimiter = ',')]
+    scale: Option<Vec<f64>>,
     /// Threads for tiling (0 = all cores).
     #[arg(long, default_value_t = 0)]
     threads: usize,
@@ -122,13 +194,54 @@ impl ShapeArgs {
 
 /// `retile plan stream`.
 pub fn plan(args: &PlanArgs) -> Result<ExitCode, String> {
-    let plan = StreamPlan::new(&args.shape.spec()?).map_err(|e| e.to_string())?;
-    let text = match args.json {
-        true => serde_json::to_string(&plan.to_json()).map_err(|e| e.to_string())? + "\n",
-        false => plan.to_string(),
+    let spec = args.shape.spec()?;
+    let Some(pyramid) = args.pyramid.options()? else {
+        let plan = StreamPlan::new(&spec).map_err(|e| e.to_string())?;
+        let text = match args.json {
+            true => serde_json::to_string(&plan.to_json()).map_err(|e| e.to_string())? + "\n",
+            false => plan.to_string(),
+        };
+        return say(format_args!("{text}")).map(|()| ExitCode::SUCCESS);
     };
-    say(format_args!("{text}"))?;
+    let levels = pyramid.level_plans(&spec).map_err(|e| e.to_string())?;
+    if args.json {
+        let json: Vec<serde_json::Value> = levels.iter().map(StreamPlan::to_json).collect();
+        let text = serde_json::to_string(&serde_json::json!({
+            "method": pyramid.method.to_string(),
+            "levels": json,
+            "memory_bytes": pyramid.memory_bytes(&spec).map_err(|e| e.to_string())?,
+        }))
+        .map_err(|e| e.to_string())?;
+        return say(format_args!("{text}\n")).map(|()| ExitCode::SUCCESS);
+    }
+    for (k, level) in levels.iter().enumerate() {
+        say(format_args!(
+            "level {k}: {}, {} tiles per epoch, epoch buffers {:.1} MB\n",
+            shape_text(level.spec().shape()),
+            level.m(),
+            level.epoch_buffer_bytes() as f64 * 2.0 / 1e6
+        ))?;
+    }
+    let memory = pyramid.memory_bytes(&spec).map_err(|e| e.to_string())?;
+    say(format_args!(
+        "{} pyramid of {} levels: {:.1} MB of buffers in all, whatever the stream's length\n",
+        pyramid.method,
+        levels.len(),
+        memory as f64 / 1e6
+    ))?;
     Ok(ExitCode::SUCCESS)
+}
+
+fn shape_text(shape: &[u64]) -> String {
+    let parts: Vec<String> = shape
+        .iter()
+        .enumerate()
+        .map(|(d, &n)| match (d, n) {
+            (0, 0) => "unbounded".to_string(),
+            _ => n.to_string(),
+        })
+        .collect();
+    parts.join(" x ")
 }
 
 /// Where input comes from.
@@ -136,7 +249,10 @@ enum Source {
     Reader(Box<dyn Read>),
     /// A regular file, mapped: the tiler reads the page cache directly,
     /// saving a copy of every byte into a read buffer.
-    Mapped { map: memmap2::Mmap, at: usize },
+    Mapped {
+        map: memmap2::Mmap,
+        at: usize,
+    },
     Synthetic {
         index: u64,
         total: u64,
@@ -166,7 +282,8 @@ impl Source {
 
     /// Opens `path`: mapped if it is a regular file that maps, read otherwise.
     fn file(path: &str) -> Result<Source, String> {
-        let file = std::fs::File::open(path).map_err(|e| format!("cannot open input {path}: {e}"))?;
+        let file =
+            std::fs::File::open(path).map_err(|e| format!("cannot open input {path}: {e}"))?;
         let kind = file.metadata().map(|m| m.file_type());
         if kind.as_ref().is_ok_and(|k| k.is_dir()) {
             return Err(format!("the input {path} is a directory, not a file"));
@@ -277,14 +394,16 @@ fn finish_cleanly_on_interrupt() {
     }
 }
 
-/// The sink `args` ask for; sink options without `--output` are an error,
-/// not silently ignored.
-fn sink(args: &StreamArgs) -> Result<Box<dyn Sink>, String> {
+/// What `args` ask to write; options that need `--output` without it are
+/// an error, not silently ignored.
+fn output(args: &StreamArgs, rank: usize) -> Result<Output, String> {
     let mut codec = args.codec.parse::<Codec>().map_err(|e| e.to_string())?;
     if let Some(shuffle) = &args.shuffle {
         let shuffle = shuffle.parse::<Shuffle>().map_err(|e| e.to_string())?;
         codec = codec.with_shuffle(shuffle).map_err(|e| e.to_string())?;
     }
+    let pyramid = args.pyramid.options()?;
+    let ngff = args.ngff || pyramid.is_some();
     let Some(path) = &args.output else {
         let given: Vec<&str> = [
             (args.shard.is_some(), "--shard"),
@@ -294,27 +413,94 @@ fn sink(args: &StreamArgs) -> Result<Box<dyn Sink>, String> {
             (args.dim_names.is_some(), "--dim-names"),
             (args.buffered_io, "--buffered-io"),
             (args.overwrite, "--overwrite"),
+            (args.ngff, "--ngff"),
+            (args.dim_types.is_some(), "--dim-types"),
+            (args.units.is_some(), "--units"),
+            (args.scale.is_some(), "--scale"),
         ]
         .into_iter()
         .filter_map(|(given, name)| given.then_some(name))
         .collect();
         return match given.is_empty() {
-            true => Ok(Box::new(NullSink)),
+            true => Ok(Output {
+                pyramid,
+                ..Default::default()
+            }),
             false => Err(format!(
                 "{} take effect only with --output (without it the tiler is only measured)",
                 given.join(", ")
             )),
         };
     };
-    Ok(Box::new(ZarrSink::new(ZarrOptions {
+    let zarr = ZarrOptions {
         path: path.clone(),
         codec,
         shard: args.shard.as_ref().map(|d| d.0.clone()),
-        dimension_names: args.dim_names.clone(),
+        dimension_names: args.dim_names.clone().filter(|_| !ngff),
         buffered_io: args.buffered_io,
         writers: args.writers,
         overwrite: args.overwrite,
-    })))
+    };
+    if !ngff {
+        if let Some(flag) = [
+            (args.dim_types.is_some(), "--dim-types"),
+            (args.units.is_some(), "--units"),
+            (args.scale.is_some(), "--scale"),
+        ]
+        .iter()
+        .find_map(|(given, name)| given.then_some(name))
+        {
+            return Err(format!(
+                "{flag} describes an OME-Zarr image: add --ngff or --pyramid METHOD"
+            ));
+        }
+        return Ok(Output {
+            zarr: Some(zarr),
+            ..Default::default()
+        });
+    }
+    Ok(Output {
+        zarr: Some(zarr),
+        pyramid,
+        ngff: Some(ngff_options(args, rank)?),
+    })
+}
+
+/// The OME-Zarr axes and scale of `--dim-names`, `--dim-types`, `--units` and `--scale`.
+fn ngff_options(args: &StreamArgs, rank: usize) -> Result<NgffOptions, String> {
+    let defaults = default_axes(rank).map_err(|e| e.to_string())?;
+    let count = |flag: &str, n: usize| match n == rank {
+        true => Ok(()),
+        false => Err(format!("{flag} has {n} entries for {rank} dimensions")),
+    };
+    let names = args
+        .dim_names
+        .clone()
+        .unwrap_or_else(|| defaults.iter().map(|a| a.name.clone()).collect());
+    count("--dim-names", names.len())?;
+    let kinds = args
+        .dim_types
+        .clone()
+        .unwrap_or_else(|| defaults.iter().map(|a| a.kind.clone()).collect());
+    count("--dim-types", kinds.len())?;
+    let units = args
+        .units
+        .clone()
+        .unwrap_or_else(|| vec![String::new(); rank]);
+    count("--units", units.len())?;
+    let axes = (0..rank)
+        .map(|d| {
+            Axis::new(
+                &names[d],
+                &kinds[d],
+                Some(units[d].as_str()).filter(|u| !u.is_empty()),
+            )
+        })
+        .collect();
+    Ok(NgffOptions {
+        axes: Some(axes),
+        scale: args.scale.clone(),
+    })
 }
 
 /// `retile stream`.
@@ -344,7 +530,7 @@ pub fn stream(args: &StreamArgs) -> Result<ExitCode, String> {
     let total = planes.checked_mul(plane_bytes).ok_or_else(|| {
         format!("{planes} planes of {plane_bytes} bytes do not fit in 64 bits of bytes; stream fewer planes")
     })?;
-    let sink = sink(args)?;
+    let output = output(args, spec.shape().len())?;
     let backend = match args.backend.as_str() {
         "cuda" => Backend::Cuda,
         _ => Backend::Cpu {
@@ -366,7 +552,7 @@ pub fn stream(args: &StreamArgs) -> Result<ExitCode, String> {
         ),
         Some(path) => (Source::file(path)?, (!spec.is_unbounded()).then_some(total)),
     };
-    let mut tiles = AnyStream::open(spec, &fill, backend, sink).map_err(|e| e.to_string())?;
+    let mut tiles = open_output(spec, &fill, backend, &output).map_err(|e| e.to_string())?;
     finish_cleanly_on_interrupt();
     run(&mut tiles, source, expected, args.output.as_ref())
 }
@@ -395,7 +581,7 @@ enum Ending {
 /// Streams `source` into `tiles`; whatever happens to the input, every
 /// byte taken is written and the store closed before an error is returned.
 fn run(
-    tiles: &mut AnyStream,
+    tiles: &mut MultiscaleStream,
     mut source: Source,
     expected: Option<u64>,
     output: Option<&PathBuf>,
@@ -472,27 +658,47 @@ fn report(summary: &Summary, busy: f64, output: Option<&PathBuf>) -> Result<(), 
             sink.threads, sink.encode_seconds, sink.write_seconds, sink.omitted_chunks
         ))?;
     }
+    for (k, level) in summary
+        .levels
+        .iter()
+        .enumerate()
+        .filter(|_| summary.levels.len() > 1)
+    {
+        say(format_args!(
+            "  level {k}: {}, {:.3} GB in {} files\n",
+            shape_text(&level.shape),
+            level.sink.stored_bytes as f64 / 1e9,
+            level.sink.files
+        ))?;
+    }
     match output {
         Some(path) => say(format_args!("  wrote {}\n", path.display())),
-        None => say(format_args!("  measured only (give --output DIR to write a Zarr store)\n")),
+        None => say(format_args!(
+            "  measured only (give --output DIR to write a Zarr store)\n"
+        )),
     }
 }
 
 /// `retile` with no arguments: stream a synthetic 512 MB camera recording
 /// into a compressed Zarr store in the temporary directory.
 pub fn demo() -> Result<ExitCode, String> {
-    let output = std::env::temp_dir().join(format!("retile-demo-{}.zarr", std::process::id()));
-    say(format_args!("retile demo: streaming 256 synthetic 1024x1024 u16 frames (512 MB) into 64x128x128 tiles, shards of 1x4x4 tiles, blosc-zstd:1\n"))?;
+    let path = std::env::temp_dir().join(format!("retile-demo-{}.zarr", std::process::id()));
+    say(format_args!("retile demo: streaming 256 synthetic 1024x1024 u16 frames (512 MB) into 64x128x128 tiles, shards of 1x4x4 tiles, blosc-zstd:1, with a mean pyramid (an OME-Zarr image)\n"))?;
     let spec = StreamSpec::new(DType::U16, vec![0, 1024, 1024], vec![64, 128, 128])
         .map_err(|e| e.to_string())?;
-    let sink = ZarrSink::new(ZarrOptions {
-        path: output.clone(),
-        codec: "blosc-zstd:1".parse().map_err(|e: retile_stream::StreamError| e.to_string())?,
-        shard: Some(vec![1, 4, 4]),
-        dimension_names: Some(vec!["t".into(), "y".into(), "x".into()]),
-        ..Default::default()
-    });
-    let mut tiles = AnyStream::open(spec, &[0, 0], Backend::Cpu { threads: 0 }, Box::new(sink))
+    let output = Output {
+        zarr: Some(ZarrOptions {
+            path: path.clone(),
+            codec: "blosc-zstd:1"
+                .parse()
+                .map_err(|e: retile_stream::StreamError| e.to_string())?,
+            shard: Some(vec![1, 4, 4]),
+            ..Default::default()
+        }),
+        pyramid: Some(PyramidOptions::default()),
+        ngff: Some(NgffOptions::default()),
+    };
+    let mut tiles = open_output(spec, &[0, 0], Backend::Cpu { threads: 0 }, &output)
         .map_err(|e| e.to_string())?;
     let total = 256 * 1024 * 1024u64;
     let code = run(
@@ -503,7 +709,7 @@ pub fn demo() -> Result<ExitCode, String> {
             esize: 2,
         },
         Some(total * 2),
-        Some(&output),
+        Some(&path),
     )?;
     say(format_args!("\nmore: retile --help; retile stream --help; retile eval 'logical_divide((4,2,3):(2,1,8), 4:2)'\n"))?;
     Ok(code)

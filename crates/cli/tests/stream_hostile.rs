@@ -29,7 +29,10 @@ fn refused(args: &[&str], expected: &str) {
     let out = retile(args);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
-    assert!(err.contains(expected) && !err.contains("panicked"), "{args:?}: {err}");
+    assert!(
+        err.contains(expected) && !err.contains("panicked"),
+        "{args:?}: {err}"
+    );
 }
 
 /// The planes the store claims, after checking every claimed element
@@ -56,8 +59,17 @@ fn a_stream_killed_at_any_moment_leaves_a_store_that_holds_what_it_claims() {
         let path = dir.path().join(format!("k{trial}.zarr"));
         let path_text = path.to_str().unwrap().to_owned();
         let mut args = vec![
-            "stream", "--shape", "0,16,16", "--tile", "1,16,16", "--dtype", "u16",
-            "--planes", "100000000", "--output", &path_text,
+            "stream",
+            "--shape",
+            "0,16,16",
+            "--tile",
+            "1,16,16",
+            "--dtype",
+            "u16",
+            "--planes",
+            "100000000",
+            "--output",
+            &path_text,
         ];
         match trial % 4 {
             1 => args.extend(["--shard", "3,1,1"]),
@@ -81,7 +93,10 @@ fn a_stream_killed_at_any_moment_leaves_a_store_that_holds_what_it_claims() {
             stores_with_planes += 1;
         }
     }
-    assert!(stores_with_planes >= 18, "only {stores_with_planes} kills came after data was written");
+    assert!(
+        stores_with_planes >= 18,
+        "only {stores_with_planes} kills came after data was written"
+    );
 }
 
 #[cfg(unix)]
@@ -90,7 +105,9 @@ fn sigint_writes_every_plane_taken_and_closes_the_store() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("int.zarr");
     let mut child = Command::new(env!("CARGO_BIN_EXE_retile"))
-        .args(["stream", "--shape", "0,16,16", "--tile", "4,16,16", "--dtype", "u16", "--input", "-"])
+        .args([
+            "stream", "--shape", "0,16,16", "--tile", "4,16,16", "--dtype", "u16", "--input", "-",
+        ])
         .args(["--shard", "2,1,1", "--output", path.to_str().unwrap()])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -98,7 +115,9 @@ fn sigint_writes_every_plane_taken_and_closes_the_store() {
         .spawn()
         .unwrap();
     let mut stdin = child.stdin.take().unwrap();
-    let planes: Vec<u8> = (0..10 * 256u32).flat_map(|i| (i as u16).to_le_bytes()).collect();
+    let planes: Vec<u8> = (0..10 * 256u32)
+        .flat_map(|i| (i as u16).to_le_bytes())
+        .collect();
     stdin.write_all(&planes).unwrap();
     stdin.flush().unwrap();
     std::thread::sleep(Duration::from_millis(700));
@@ -115,17 +134,38 @@ fn sigint_writes_every_plane_taken_and_closes_the_store() {
 fn input_beyond_a_bounded_shape_is_refused_after_every_plane_of_the_shape_is_written() {
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("big.raw");
-    let bytes: Vec<u8> = (0..11 * 256u32).flat_map(|i| (i as u16).to_le_bytes()).collect();
+    let bytes: Vec<u8> = (0..11 * 256u32)
+        .flat_map(|i| (i as u16).to_le_bytes())
+        .collect();
     std::fs::write(&input, bytes).unwrap();
     for shard in ["1,1,1", "4,1,1"] {
         let path = dir.path().join(format!("b{}.zarr", &shard[..1]));
         let out = retile(&[
-            "stream", "--shape", "10,16,16", "--tile", "4,16,16", "--dtype", "u16",
-            "--input", input.to_str().unwrap(), "--output", path.to_str().unwrap(), "--shard", shard,
+            "stream",
+            "--shape",
+            "10,16,16",
+            "--tile",
+            "4,16,16",
+            "--dtype",
+            "u16",
+            "--input",
+            input.to_str().unwrap(),
+            "--output",
+            path.to_str().unwrap(),
+            "--shard",
+            shard,
         ]);
         assert_eq!(out.status.code(), Some(1));
-        assert!(stderr(&out).contains("longer than the shape"), "{}", stderr(&out));
-        assert_eq!(claimed_planes_hold_the_pattern(&path, 256), 10, "shard {shard}");
+        assert!(
+            stderr(&out).contains("longer than the shape"),
+            "{}",
+            stderr(&out)
+        );
+        assert_eq!(
+            claimed_planes_hold_the_pattern(&path, 256),
+            10,
+            "shard {shard}"
+        );
     }
 }
 
@@ -134,7 +174,9 @@ fn numbers_are_parsed_exactly_in_their_type() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("f.zarr");
     let out = out.to_str().unwrap();
-    let base = ["stream", "--shape", "2,4,4", "--tile", "1,2,2", "--output", out];
+    let base = [
+        "stream", "--shape", "2,4,4", "--tile", "1,2,2", "--output", out,
+    ];
     for (dtype, fill, expected) in [
         ("u16", "-1", "not a u16 value"),
         ("u16", "70000", "not a u16 value"),
@@ -142,41 +184,123 @@ fn numbers_are_parsed_exactly_in_their_type() {
         ("i8", "128", "not a i8 value"),
         ("f32", "one", "not a f32 value"),
     ] {
-        refused(&[&base[..], &["--dtype", dtype, "--fill", fill]].concat(), expected);
+        refused(
+            &[&base[..], &["--dtype", dtype, "--fill", fill]].concat(),
+            expected,
+        );
     }
     let exact = retile(&[&base[..], &["--dtype", "u64", "--fill", "9007199254740993"]].concat());
     assert!(exact.status.success(), "{}", stderr(&exact));
     let meta = std::fs::read_to_string(Path::new(out).join("zarr.json")).unwrap();
     assert!(meta.contains("9007199254740993"), "{meta}");
     refused(
-        &["stream", "--shape", "0,1024,1024", "--tile", "1,64,64", "--dtype", "u64", "--planes", "576460752303423488"],
+        &[
+            "stream",
+            "--shape",
+            "0,1024,1024",
+            "--tile",
+            "1,64,64",
+            "--dtype",
+            "u64",
+            "--planes",
+            "576460752303423488",
+        ],
         "do not fit in 64 bits",
     );
-    refused(&["stream", "--shape", "0,4,4", "--tile", "1,2,2", "--threads", "100000"], "not 100000");
-    refused(&["stream", "--shape", "0,4,4", "--tile", "1,2,2", "--writers", "100000", "--output", out, "--overwrite"], "not 100000");
+    refused(
+        &[
+            "stream",
+            "--shape",
+            "0,4,4",
+            "--tile",
+            "1,2,2",
+            "--threads",
+            "100000",
+        ],
+        "not 100000",
+    );
+    refused(
+        &[
+            "stream",
+            "--shape",
+            "0,4,4",
+            "--tile",
+            "1,2,2",
+            "--writers",
+            "100000",
+            "--output",
+            out,
+            "--overwrite",
+        ],
+        "not 100000",
+    );
 }
 
 #[test]
 fn impossible_shards_are_refused_before_anything_is_made() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.zarr");
-    for shard in ["1,4294967296,4294967296", "18446744073709551615,1,1", "9223372036854775808,1,1", "0,1,1", "1,1"] {
+    for shard in [
+        "1,4294967296,4294967296",
+        "18446744073709551615,1,1",
+        "9223372036854775808,1,1",
+        "0,1,1",
+        "1,1",
+    ] {
         refused(
-            &["stream", "--shape", "0,16,16", "--tile", "1,16,16", "--planes", "10", "--shard", shard, "--output", path.to_str().unwrap()],
+            &[
+                "stream",
+                "--shape",
+                "0,16,16",
+                "--tile",
+                "1,16,16",
+                "--planes",
+                "10",
+                "--shard",
+                shard,
+                "--output",
+                path.to_str().unwrap(),
+            ],
             "shard",
         );
         assert!(!path.exists(), "{shard}: the store was made");
     }
     // a deep shard allocates nothing up front
-    let out = retile(&["stream", "--shape", "0,16,16", "--tile", "1,16,16", "--planes", "10", "--shard", "1000000,1,1", "--output", path.to_str().unwrap()]);
+    let out = retile(&[
+        "stream",
+        "--shape",
+        "0,16,16",
+        "--tile",
+        "1,16,16",
+        "--planes",
+        "10",
+        "--shard",
+        "1000000,1,1",
+        "--output",
+        path.to_str().unwrap(),
+    ]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(claimed_planes_hold_the_pattern(&path, 256), 10);
 }
 
 #[test]
 fn sink_options_without_an_output_are_refused() {
-    for option in [["--codec", "garbage"], ["--codec", "zstd:1"], ["--shard", "0,1"], ["--writers", "0"], ["--dim-names", "a,b,c"]] {
-        let out = retile(&[&["stream", "--shape", "0,4,4", "--tile", "1,2,2", "--planes", "2"][..], &option[..]].concat());
+    for option in [
+        ["--codec", "garbage"],
+        ["--codec", "zstd:1"],
+        ["--shard", "0,1"],
+        ["--writers", "0"],
+        ["--dim-names", "a,b,c"],
+    ] {
+        let out = retile(
+            &[
+                &[
+                    "stream", "--shape", "0,4,4", "--tile", "1,2,2", "--planes", "2",
+                ][..],
+                &option[..],
+            ]
+            .concat(),
+        );
         assert_eq!(out.status.code(), Some(1), "{option:?}");
         assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
     }
@@ -187,10 +311,17 @@ fn sink_options_without_an_output_are_refused() {
 fn a_full_stdout_is_an_error_not_a_panic() {
     for args in [
         vec!["plan", "stream", "--shape", "4,4,6", "--tile", "2,2,3"],
-        vec!["plan", "stream", "--shape", "4,4,6", "--tile", "2,2,3", "--json"],
-        vec!["stream", "--shape", "0,4,4", "--tile", "1,2,2", "--planes", "3"],
+        vec![
+            "plan", "stream", "--shape", "4,4,6", "--tile", "2,2,3", "--json",
+        ],
+        vec![
+            "stream", "--shape", "0,4,4", "--tile", "1,2,2", "--planes", "3",
+        ],
     ] {
-        let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
         let out = Command::new(env!("CARGO_BIN_EXE_retile"))
             .args(&args)
             .stdout(full)
@@ -199,7 +330,10 @@ fn a_full_stdout_is_an_error_not_a_panic() {
             .unwrap();
         let err = stderr(&out);
         assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
-        assert!(err.contains("cannot write to stdout") && !err.contains("panicked"), "{args:?}: {err}");
+        assert!(
+            err.contains("cannot write to stdout") && !err.contains("panicked"),
+            "{args:?}: {err}"
+        );
     }
 }
 
@@ -210,12 +344,26 @@ fn inputs_and_outputs_of_the_wrong_kind_are_refused_before_a_store_is_made() {
     let store = store.to_str().unwrap();
     let base = ["stream", "--shape", "0,4,4", "--tile", "1,2,2"];
     let dir_text = dir.path().to_str().unwrap();
-    refused(&[&base[..], &["--input", dir_text, "--output", store]].concat(), "is a directory");
-    assert!(!Path::new(store).exists(), "a store was made for an input that cannot be read");
-    refused(&[&base[..], &["--output", "/dev/null"]].concat(), "is not a directory");
-    refused(&[&base[..], &["--planes", "4", "--input", "/dev/null"]].concat(), "--planes");
     refused(
-        &["stream", "--shape", "3,4,4", "--tile", "1,2,2", "--planes", "99", "--output", store],
+        &[&base[..], &["--input", dir_text, "--output", store]].concat(),
+        "is a directory",
+    );
+    assert!(
+        !Path::new(store).exists(),
+        "a store was made for an input that cannot be read"
+    );
+    refused(
+        &[&base[..], &["--output", "/dev/null"]].concat(),
+        "is not a directory",
+    );
+    refused(
+        &[&base[..], &["--planes", "4", "--input", "/dev/null"]].concat(),
+        "--planes",
+    );
+    refused(
+        &[
+            "stream", "--shape", "3,4,4", "--tile", "1,2,2", "--planes", "99", "--output", store,
+        ],
         "contradicts the shape",
     );
 }

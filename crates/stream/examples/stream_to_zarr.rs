@@ -10,7 +10,10 @@ use retile_stream::{DType, StreamError, StreamSpec, TileStream, ZarrOptions, Zar
 
 fn main() -> Result<(), StreamError> {
     let path = std::env::args().nth(1).unwrap_or_else(|| {
-        std::env::temp_dir().join(format!("retile-example-{}.zarr", std::process::id())).display().to_string()
+        std::env::temp_dir()
+            .join(format!("retile-example-{}.zarr", std::process::id()))
+            .display()
+            .to_string()
     });
     // unbounded along time (extent 0), 8 x 128 x 128 tiles, 1 x 2 x 2 tiles per shard
     let spec = StreamSpec::new(DType::U16, vec![0, 512, 512], vec![8, 128, 128])?;

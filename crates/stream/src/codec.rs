@@ -106,7 +106,10 @@ impl FromStr for Codec {
         };
         let in_range = |default: i64, low: i64, high: i64| {
             let level = level.unwrap_or(default);
-            (low..=high).contains(&level).then_some(level).ok_or_else(bad)
+            (low..=high)
+                .contains(&level)
+                .then_some(level)
+                .ok_or_else(bad)
         };
         let blosc = |kind| {
             in_range(5, 0, 9).map(|level| Codec::Blosc {
@@ -261,7 +264,16 @@ mod tests {
             assert_eq!(codec.to_string(), text);
             assert!(Encoder::new(codec, 2).is_ok(), "{text}");
         }
-        for bad in ["zstd:0", "zstd:23", "gzip:10", "blosc-lz4:10", "blosc", "none:1", "zstd:x", "blosc-snappy"] {
+        for bad in [
+            "zstd:0",
+            "zstd:23",
+            "gzip:10",
+            "blosc-lz4:10",
+            "blosc",
+            "none:1",
+            "zstd:x",
+            "blosc-snappy",
+        ] {
             assert!(bad.parse::<Codec>().is_err(), "{bad}");
         }
     }
@@ -271,7 +283,14 @@ mod tests {
         let tile: Vec<u8> = (0..65536u32).map(|i| (i / 512) as u8).collect();
         let none = Encoder::new(Codec::None, 1).unwrap();
         assert!(matches!(none.encode(&tile).unwrap(), Cow::Borrowed(_)));
-        for text in ["zstd:1", "gzip:1", "blosc-lz4:1", "blosc-zstd:1", "blosc-lz4hc:1", "blosc-zlib:1"] {
+        for text in [
+            "zstd:1",
+            "gzip:1",
+            "blosc-lz4:1",
+            "blosc-zstd:1",
+            "blosc-lz4hc:1",
+            "blosc-zlib:1",
+        ] {
             let encoder = Encoder::new(text.parse().unwrap(), 4).unwrap();
             let stored = encoder.encode(&tile).unwrap();
             assert!(stored.len() < tile.len() / 4, "{text}: {}", stored.len());

@@ -144,7 +144,9 @@ impl DType {
         let t = text.trim();
         macro_rules! exact {
             ($ty:ty) => {
-                t.parse::<$ty>().map(|v| v.to_le_bytes().to_vec()).map_err(|_| bad())
+                t.parse::<$ty>()
+                    .map(|v| v.to_le_bytes().to_vec())
+                    .map_err(|_| bad())
             };
         }
         match self {

@@ -41,8 +41,11 @@ pub struct Summary {
     /// Time spent making and filling the tile buffers, before the first
     /// append (included in `seconds`).
     pub setup_seconds: f64,
-    /// What the sink did: bytes stored, compression and write times.
+    /// What the sink did: bytes stored, compression and write times (of
+    /// every level, added up, for a pyramid).
     pub sink: SinkStats,
+    /// Every level of a pyramid, level 0 first (empty for a plain stream).
+    pub levels: Vec<crate::LevelSummary>,
 }
 
 impl Summary {
@@ -168,11 +171,13 @@ fn epoch_buffers(plan: &StreamPlan, fill: &[u8]) -> Result<Vec<EpochBuffer>, Str
             plan.epoch_buffer_bytes()
         ))
     })?;
-    (0..epoch_buffer_count(plan)).map(|_| EpochBuffer::new(bytes, fill)).collect()
+    (0..epoch_buffer_count(plan))
+        .map(|_| EpochBuffer::new(bytes, fill))
+        .collect()
 }
 
 /// How many epoch buffers a stream of `plan` holds.
-fn epoch_buffer_count(plan: &StreamPlan) -> u64 {
+pub(crate) fn epoch_buffer_count(plan: &StreamPlan) -> u64 {
     let spec = plan.spec();
     match spec.is_unbounded() {
         true => 2,

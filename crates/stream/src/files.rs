@@ -98,7 +98,9 @@ impl<'s> Appender<'s> {
     pub fn push_all(&mut self, parts: &[&[u8]]) -> io::Result<()> {
         use rayon::prelude::*;
         let staged = &self.stage[..self.filled];
-        let pieces: Vec<&[u8]> = std::iter::once(staged).chain(parts.iter().copied()).collect();
+        let pieces: Vec<&[u8]> = std::iter::once(staged)
+            .chain(parts.iter().copied())
+            .collect();
         let total: usize = pieces.iter().map(|p| p.len()).sum();
         let segments = total / STAGE_BYTES;
         if segments < 2 {
@@ -108,7 +110,11 @@ impl<'s> Appender<'s> {
         (0..segments).into_par_iter().try_for_each(|k| {
             with_stage(|stage| {
                 gather(&pieces, k * STAGE_BYTES, &mut stage[..STAGE_BYTES]);
-                std::os::unix::fs::FileExt::write_all_at(file, &stage[..STAGE_BYTES], base + (k * STAGE_BYTES) as u64)
+                std::os::unix::fs::FileExt::write_all_at(
+                    file,
+                    &stage[..STAGE_BYTES],
+                    base + (k * STAGE_BYTES) as u64,
+                )
             })?
         })?;
         let done = segments * STAGE_BYTES;
@@ -258,10 +264,15 @@ mod tests {
         let mut state = Appended::default();
         let mut appender = Appender::open(&path, direct, &mut state).unwrap();
         for (i, piece) in pieces.iter().enumerate() {
-            assert_eq!(appender.offset(), pieces[..i].iter().map(|p| p.len() as u64).sum::<u64>());
+            assert_eq!(
+                appender.offset(),
+                pieces[..i].iter().map(|p| p.len() as u64).sum::<u64>()
+            );
             appender.push(piece).unwrap();
             if i == pause_after {
-                appender.pause(if i % 2 == 0 { 0 } else { STAGE_BYTES }).unwrap();
+                appender
+                    .pause(if i % 2 == 0 { 0 } else { STAGE_BYTES })
+                    .unwrap();
                 appender = Appender::open(&path, direct, &mut state).unwrap();
             }
         }
@@ -280,7 +291,11 @@ mod tests {
         let all: Vec<u8> = pieces.concat();
         for d in [false, direct] {
             for pause in [0, 2, 5, 99] {
-                assert_eq!(appended_in_pieces(d, &pieces, pause), all, "direct {d}, pause {pause}");
+                assert_eq!(
+                    appended_in_pieces(d, &pieces, pause),
+                    all,
+                    "direct {d}, pause {pause}"
+                );
             }
         }
     }
@@ -288,11 +303,18 @@ mod tests {
     #[test]
     fn parallel_appends_give_the_same_bytes_as_sequential_ones() {
         let direct = direct_io_works(&std::env::temp_dir());
-        let pieces: Vec<Vec<u8>> = [5usize, STAGE_BYTES - 1, 3 * STAGE_BYTES + 7, 0, 4096, STAGE_BYTES]
-            .iter()
-            .enumerate()
-            .map(|(i, &n)| (0..n).map(|k| (k * 7 + i * 13) as u8).collect())
-            .collect();
+        let pieces: Vec<Vec<u8>> = [
+            5usize,
+            STAGE_BYTES - 1,
+            3 * STAGE_BYTES + 7,
+            0,
+            4096,
+            STAGE_BYTES,
+        ]
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| (0..n).map(|k| (k * 7 + i * 13) as u8).collect())
+        .collect();
         for d in [false, direct] {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("p");
@@ -301,7 +323,10 @@ mod tests {
             out.push(&pieces[0]).unwrap();
             let rest: Vec<&[u8]> = pieces[1..4].iter().map(|p| &p[..]).collect();
             out.push_all(&rest).unwrap();
-            assert_eq!(out.offset(), pieces[..4].iter().map(|p| p.len() as u64).sum::<u64>());
+            assert_eq!(
+                out.offset(),
+                pieces[..4].iter().map(|p| p.len() as u64).sum::<u64>()
+            );
             out.pause(BLOCK).unwrap();
             let mut out = Appender::open(&path, d, &mut state).unwrap();
             out.push_all(&[&pieces[4], &pieces[5]]).unwrap();

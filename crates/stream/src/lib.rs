@@ -30,7 +30,10 @@ mod dtype;
 mod engine;
 mod files;
 mod kernels;
+mod ngff;
 mod plan;
+mod pyramid;
+mod reduce;
 mod scatter;
 mod shard;
 mod sink;
@@ -39,10 +42,13 @@ mod zarr;
 use thiserror::Error;
 
 pub use backend::{AnyStream, Backend};
+pub use codec::{BloscKind, Codec, Shuffle};
 pub use dtype::DType;
 pub use engine::{Summary, TileStream, MAX_THREADS};
+pub use ngff::{default_axes, open_ngff, open_output, Axis, NgffOptions, Output, NGFF_VERSION};
 pub use plan::{StreamPlan, StreamSpec, TileSpan, MAX_LISTED_TILES};
-pub use codec::{BloscKind, Codec, Shuffle};
+pub use pyramid::{LevelSummary, MultiscaleStream, PyramidOptions, MAX_LEVELS};
+pub use reduce::Method;
 pub use sink::{Epoch, MemorySink, NullSink, Sink, SinkStats};
 pub use zarr::{ZarrOptions, ZarrSink, MAX_WRITERS};
 

@@ -544,5 +544,8 @@ pub(crate) fn unravel(mut index: u64, extents: &[u64]) -> Vec<u64> {
 
 /// The row-major index of `coords` over `extents`.
 pub(crate) fn ravel(coords: &[u64], extents: &[u64]) -> u64 {
-    coords.iter().zip(extents).fold(0, |acc, (&c, &e)| acc * e + c)
+    coords
+        .iter()
+        .zip(extents)
+        .fold(0, |acc, (&c, &e)| acc * e + c)
 }

@@ -120,7 +120,11 @@ impl ShardGrid {
         (0..per_epoch)
             .filter_map(|local| {
                 let local_coords = unravel(local, &self.shape[1..]);
-                let global: Vec<u64> = origin.iter().zip(&local_coords).map(|(o, l)| o + l).collect();
+                let global: Vec<u64> = origin
+                    .iter()
+                    .zip(&local_coords)
+                    .map(|(o, l)| o + l)
+                    .collect();
                 let inside = global.iter().zip(&self.counts).all(|(g, c)| g < c);
                 inside.then(|| Member {
                     slot: ravel(&global, &self.counts) as usize,
@@ -213,7 +217,12 @@ mod tests {
     #[test]
     fn impossible_shards_are_refused_with_a_reason() {
         let p = plan(vec![0, 8, 8], vec![1, 2, 2]);
-        for shard in [vec![1, 2], vec![0, 1, 1], vec![1, 4294967296, 4294967296], vec![u64::MAX, 1, 1]] {
+        for shard in [
+            vec![1, 2],
+            vec![0, 1, 1],
+            vec![1, 4294967296, 4294967296],
+            vec![u64::MAX, 1, 1],
+        ] {
             let err = ShardGrid::new(&p, Some(&shard)).unwrap_err().to_string();
             assert!(err.contains("shard"), "{shard:?}: {err}");
         }

@@ -6,7 +6,6 @@ use std::sync::{Arc, Mutex};
 use crate::plan::{unravel, StreamPlan};
 use crate::StreamError;
 
-
 /// One complete epoch: the `M` tiles sharing the slowest tile coordinate, in
 /// slot order (lexicographic over the other tile coordinates), each tile
 /// row-major over the tile extents.

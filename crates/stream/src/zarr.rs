@@ -119,7 +119,10 @@ impl Counters {
 fn thread_cpu_nanos() -> u64 {
     #[cfg(target_os = "linux")]
     {
-        let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        let mut t = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
         // SAFETY: clock_gettime writes one timespec, which `t` is.
         if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) } == 0 {
             return t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64;
@@ -186,39 +189,6 @@ impl ZarrSink {
         ))
     }
 
-    /// Makes the store's directory: new, or emptied where `overwrite` allows.
-    fn prepare_directory(&self) -> Result<(), StreamError> {
-        let path = &self.options.path;
-        let fail = |doing: &str, e: std::io::Error| Self::fail(path, doing, e);
-        if path.exists() && !path.is_dir() {
-            return Err(StreamError::Invalid(format!(
-                "{} exists and is not a directory; a Zarr store is a directory",
-                path.display()
-            )));
-        }
-        if path.exists() {
-            let mut entries = std::fs::read_dir(path)
-                .map_err(|e| fail("reading the existing output directory", e))?;
-            if entries.next().is_some() {
-                if !self.options.overwrite {
-                    return Err(StreamError::Invalid(format!(
-                        "{} already exists and is not empty; choose a new path, or ask to overwrite it (the old store is deleted)",
-                        path.display()
-                    )));
-                }
-                if !path.join("zarr.json").is_file() {
-                    return Err(StreamError::Invalid(format!(
-                        "{} is not a Zarr store (it has no zarr.json); refusing to delete it",
-                        path.display()
-                    )));
-                }
-                std::fs::remove_dir_all(path)
-                    .map_err(|e| fail("deleting the old store", e))?;
-            }
-        }
-        std::fs::create_dir_all(path).map_err(|e| fail("creating the store directory", e))
-    }
-
     /// The array's metadata (shape 0 along the first dimension).
     fn build_array(
         &self,
@@ -231,7 +201,12 @@ impl ZarrSink {
         let spec = plan.spec();
         let mut shape = spec.shape().to_vec();
         shape[0] = 0;
-        let chunk: Vec<u64> = spec.tile().iter().zip(grid.shape()).map(|(n, k)| n * k).collect();
+        let chunk: Vec<u64> = spec
+            .tile()
+            .iter()
+            .zip(grid.shape())
+            .map(|(n, k)| n * k)
+            .collect();
         let mut builder = ArrayBuilder::new(
             shape,
             chunk,
@@ -252,6 +227,37 @@ impl ZarrSink {
             .build(store, "/")
             .map_err(|e| Self::fail(path, "creating the array", e))
     }
+}
+
+/// Makes the store's directory: new, or emptied where `overwrite` allows.
+pub(crate) fn prepare_directory(path: &Path, overwrite: bool) -> Result<(), StreamError> {
+    let fail = |doing: &str, e: std::io::Error| ZarrSink::fail(path, doing, e);
+    if path.exists() && !path.is_dir() {
+        return Err(StreamError::Invalid(format!(
+            "{} exists and is not a directory; a Zarr store is a directory",
+            path.display()
+        )));
+    }
+    if path.exists() {
+        let mut entries = std::fs::read_dir(path)
+            .map_err(|e| fail("reading the existing output directory", e))?;
+        if entries.next().is_some() {
+            if !overwrite {
+                return Err(StreamError::Invalid(format!(
+                    "{} already exists and is not empty; choose a new path, or ask to overwrite it (the old store is deleted)",
+                    path.display()
+                )));
+            }
+            if !path.join("zarr.json").is_file() {
+                return Err(StreamError::Invalid(format!(
+                    "{} is not a Zarr store (it has no zarr.json); refusing to delete it",
+                    path.display()
+                )));
+            }
+            std::fs::remove_dir_all(path).map_err(|e| fail("deleting the old store", e))?;
+        }
+    }
+    std::fs::create_dir_all(path).map_err(|e| fail("creating the store directory", e))
 }
 
 /// Writer threads when none are asked for: 16 without compression (each
@@ -286,11 +292,15 @@ impl Store {
     /// Whether `tile` holds nothing but the fill value.
     fn is_fill(&self, tile: &[u8]) -> bool {
         let pattern = &self.fill_pattern;
-        tile.chunks(pattern.len()).all(|part| part == &pattern[..part.len()])
+        tile.chunks(pattern.len())
+            .all(|part| part == &pattern[..part.len()])
     }
 
     /// The stored bytes of `tile`, or `None` for a chunk of fill alone.
-    fn encode<'t>(&self, tile: &'t [u8]) -> Result<Option<std::borrow::Cow<'t, [u8]>>, StreamError> {
+    fn encode<'t>(
+        &self,
+        tile: &'t [u8],
+    ) -> Result<Option<std::borrow::Cow<'t, [u8]>>, StreamError> {
         if self.is_fill(tile) {
             self.counters.omitted.fetch_add(1, Ordering::Relaxed);
             return Ok(None);
@@ -298,7 +308,9 @@ impl Store {
         let started = thread_cpu_nanos();
         let bytes = self.encoder.encode(tile)?;
         let spent = thread_cpu_nanos().saturating_sub(started);
-        self.counters.encode_nanos.fetch_add(spent, Ordering::Relaxed);
+        self.counters
+            .encode_nanos
+            .fetch_add(spent, Ordering::Relaxed);
         Ok(Some(bytes))
     }
 
@@ -320,7 +332,9 @@ impl Store {
     }
 
     fn count_file(&self, bytes: u64) {
-        self.counters.stored_bytes.fetch_add(bytes, Ordering::Relaxed);
+        self.counters
+            .stored_bytes
+            .fetch_add(bytes, Ordering::Relaxed);
         self.counters.files.fetch_add(1, Ordering::Relaxed);
     }
 }
@@ -342,8 +356,12 @@ impl ShardWrite<'_> {
     fn run(&self, file: usize, shard: &mut ShardFile) -> Result<(), StreamError> {
         let io = |e| ZarrSink::fail(self.root, &format!("writing shard {}", self.key), e);
         let members = self.store.grid.members(file, self.depth_pos);
-        let mut out = Appender::open(&self.root.join(&self.key), self.store.direct, &mut shard.appended)
-            .map_err(io)?;
+        let mut out = Appender::open(
+            &self.root.join(&self.key),
+            self.store.direct,
+            &mut shard.appended,
+        )
+        .map_err(io)?;
         for batch in members.chunks(self.window) {
             let encoded: Vec<_> = batch
                 .par_iter()
@@ -369,7 +387,12 @@ impl ShardWrite<'_> {
 }
 
 /// Pauses a shard, or closes it with its index.
-fn finish_shard(store: &Store, mut out: Appender<'_>, index: &[[u64; 2]], close: bool) -> std::io::Result<()> {
+fn finish_shard(
+    store: &Store,
+    mut out: Appender<'_>,
+    index: &[[u64; 2]],
+    close: bool,
+) -> std::io::Result<()> {
     let started = Instant::now();
     let result = if close {
         out.push(&index_bytes(index))?;
@@ -386,7 +409,7 @@ impl Sink for ZarrSink {
     fn begin(&mut self, plan: &StreamPlan, fill: &[u8]) -> Result<(), StreamError> {
         let (grid, writer_count) = self.check(plan)?;
         let encoder = Encoder::new(self.options.codec, plan.spec().dtype().size())?;
-        self.prepare_directory()?;
+        prepare_directory(&self.options.path, self.options.overwrite)?;
         let path = self.options.path.clone();
         let writers = rayon::ThreadPoolBuilder::new()
             .num_threads(writer_count)
@@ -395,7 +418,8 @@ impl Sink for ZarrSink {
             .map_err(|e| Self::fail(&path, "starting the writer threads", e))?;
         let direct = !self.options.buffered_io && direct_io_works(&path);
         let array = self.build_array(plan, fill, &grid, &encoder)?;
-        let hold = (HELD_BYTES / grid.files_per_row().max(1)).clamp(BLOCK, STAGE_BYTES) / BLOCK * BLOCK;
+        let hold =
+            (HELD_BYTES / grid.files_per_row().max(1)).clamp(BLOCK, STAGE_BYTES) / BLOCK * BLOCK;
         let mut store = Store {
             array,
             encoder,
@@ -419,8 +443,8 @@ impl Sink for ZarrSink {
         let depth = store.grid.depth();
         let (row, depth_pos) = (epoch.index / depth, epoch.index % depth);
         let planes = epoch.index * epoch.plan.spec().tile()[0] + epoch.planes;
-        let last_epoch = !epoch.plan.spec().is_unbounded()
-            && planes >= epoch.plan.spec().shape()[0];
+        let last_epoch =
+            !epoch.plan.spec().is_unbounded() && planes >= epoch.plan.spec().shape()[0];
         let close = depth_pos + 1 == depth || last_epoch;
         if store.grid.sharded() {
             write_shards(store, &root, epoch, row, depth_pos, close)?;

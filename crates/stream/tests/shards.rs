@@ -38,11 +38,17 @@ fn stream_into(
 }
 
 /// The whole array as `zarrs` reads it, as little-endian bytes.
-fn read_back<T: ElementOwned + Copy>(path: &Path, to_bytes: fn(T) -> Vec<u8>) -> (Vec<u64>, Vec<u8>) {
+fn read_back<T: ElementOwned + Copy>(
+    path: &Path,
+    to_bytes: fn(T) -> Vec<u8>,
+) -> (Vec<u64>, Vec<u8>) {
     let store = Arc::new(FilesystemStore::new(path).unwrap());
     let array = Array::open(store, "/").unwrap();
     let values: Vec<T> = array.retrieve_array_subset(&array.subset_all()).unwrap();
-    (array.shape().to_vec(), values.into_iter().flat_map(to_bytes).collect())
+    (
+        array.shape().to_vec(),
+        values.into_iter().flat_map(to_bytes).collect(),
+    )
 }
 
 fn read_any(path: &Path, esize: usize) -> (Vec<u64>, Vec<u8>) {
@@ -67,7 +73,11 @@ const CODECS: [&str; 8] = [
 
 fn codec(text: &str) -> Codec {
     match text.split_once('/') {
-        Some((name, "bit")) => name.parse::<Codec>().unwrap().with_shuffle(Shuffle::Bit).unwrap(),
+        Some((name, "bit")) => name
+            .parse::<Codec>()
+            .unwrap()
+            .with_shuffle(Shuffle::Bit)
+            .unwrap(),
         _ => text.parse().unwrap(),
     }
 }
@@ -129,7 +139,11 @@ fn shard_chunks(bytes: &[u8], chunks: usize) -> Vec<Option<&[u8]>> {
     assert!(bytes.len() >= index_len, "a shard ends with its index");
     let (body, index) = bytes.split_at(bytes.len() - index_len);
     let (entries, crc) = index.split_at(chunks * 16);
-    assert_eq!(crc, crc32c::crc32c(entries).to_le_bytes(), "the index's crc32c");
+    assert_eq!(
+        crc,
+        crc32c::crc32c(entries).to_le_bytes(),
+        "the index's crc32c"
+    );
     entries
         .chunks_exact(16)
         .map(|e| {
@@ -151,14 +165,21 @@ fn a_shard_holds_its_tiles_then_its_index_as_the_specification_says() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("spec.zarr");
     let data = pattern(48, 2);
-    let options = ZarrOptions { path: path.clone(), shard: Some(vec![2, 2, 1]), ..Default::default() };
+    let options = ZarrOptions {
+        path: path.clone(),
+        shard: Some(vec![2, 2, 1]),
+        ..Default::default()
+    };
     stream_into(options, DType::U16, &[2, 4, 6], 2, &[1, 2, 3], &data, 7);
     let meta: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(path.join("zarr.json")).unwrap()).unwrap();
     let sharding = &meta["codecs"][0];
     assert_eq!(sharding["name"], "sharding_indexed", "{meta}");
     assert_eq!(sharding["configuration"]["index_location"], "end", "{meta}");
-    assert_eq!(sharding["configuration"]["index_codecs"][1]["name"], "crc32c", "{meta}");
+    assert_eq!(
+        sharding["configuration"]["index_codecs"][1]["name"], "crc32c",
+        "{meta}"
+    );
     let element = |p: usize, y: usize, x: usize| &data[((p * 4 + y) * 6 + x) * 2..][..2];
     for sx in 0..2 {
         let bytes = std::fs::read(path.join(format!("c/0/0/{sx}"))).unwrap();
@@ -184,7 +205,11 @@ fn chunks_of_fill_alone_are_left_out_and_read_as_the_fill() {
     for shard in [None, Some(vec![2, 2, 2])] {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("f.zarr");
-        let options = ZarrOptions { path: path.clone(), shard: shard.clone(), ..Default::default() };
+        let options = ZarrOptions {
+            path: path.clone(),
+            shard: shard.clone(),
+            ..Default::default()
+        };
         let summary = stream_into(options, DType::U16, &shape, 6, &[1, 4, 4], &data, 64);
         // 6 planes x 2 x 3 tiles; only the 3 tiles holding plane 3's first row have data
         assert_eq!(summary.sink.omitted_chunks, 6 * 6 - 3, "{shard:?}");
@@ -203,11 +228,16 @@ fn a_deep_shard_is_claimed_only_once_its_row_is_complete() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("deep.zarr");
     let spec = StreamSpec::new(DType::U8, vec![0, 4, 4], vec![2, 2, 2]).unwrap();
-    let options = ZarrOptions { path: path.clone(), shard: Some(vec![3, 1, 2]), ..Default::default() };
+    let options = ZarrOptions {
+        path: path.clone(),
+        shard: Some(vec![3, 1, 2]),
+        ..Default::default()
+    };
     let mut stream = TileStream::new(spec, &[0], 1, Box::new(ZarrSink::new(options))).unwrap();
     let claimed = || {
         let meta: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(path.join("zarr.json")).unwrap()).unwrap();
+            serde_json::from_str(&std::fs::read_to_string(path.join("zarr.json")).unwrap())
+                .unwrap();
         meta["shape"][0].as_u64().unwrap()
     };
     let data = pattern(11 * 16, 1);
@@ -217,7 +247,11 @@ fn a_deep_shard_is_claimed_only_once_its_row_is_complete() {
         std::thread::sleep(std::time::Duration::from_millis(10));
         waited += 1;
     }
-    assert_eq!(claimed(), 6, "the first row of shards (3 epochs of 2 planes)");
+    assert_eq!(
+        claimed(),
+        6,
+        "the first row of shards (3 epochs of 2 planes)"
+    );
     stream.append(&data[8 * 16..]).unwrap();
     stream.finish().unwrap();
     assert_eq!(claimed(), 11);
@@ -230,10 +264,15 @@ fn an_existing_store_is_refused_unless_overwritten_and_then_nothing_old_remains(
     let path = dir.path().join("o.zarr");
     let write = |dtype: DType, shape: &[u64], overwrite: bool| {
         let spec = StreamSpec::new(dtype, shape.to_vec(), vec![1, 2, 2]).unwrap();
-        let options = ZarrOptions { path: path.clone(), overwrite, ..Default::default() };
+        let options = ZarrOptions {
+            path: path.clone(),
+            overwrite,
+            ..Default::default()
+        };
         let fill = vec![0; dtype.size()];
         TileStream::new(spec, &fill, 1, Box::new(ZarrSink::new(options))).map(|mut s| {
-            s.append(&pattern(shape.iter().product(), dtype.size())).unwrap();
+            s.append(&pattern(shape.iter().product(), dtype.size()))
+                .unwrap();
             s.finish().unwrap()
         })
     };
@@ -243,15 +282,23 @@ fn an_existing_store_is_refused_unless_overwritten_and_then_nothing_old_remains(
     write(DType::U8, &[1, 2, 2], true).unwrap();
     let (shape, read) = read_any(&path, 1);
     assert_eq!((shape, read), (vec![1, 2, 2], pattern(4, 1)));
-    assert!(!path.join("c/2").exists(), "a stale chunk of the old array remains");
+    assert!(
+        !path.join("c/2").exists(),
+        "a stale chunk of the old array remains"
+    );
     // a directory that is not a store is never deleted
     let other = dir.path().join("photos");
     std::fs::create_dir_all(&other).unwrap();
     std::fs::write(other.join("a.jpg"), b"x").unwrap();
     let spec = StreamSpec::new(DType::U8, vec![1, 2, 2], vec![1, 2, 2]).unwrap();
-    let options = ZarrOptions { path: other.clone(), overwrite: true, ..Default::default() };
-    let err = TileStream::new(spec, &[0], 1, Box::new(ZarrSink::new(options))).err().unwrap();
+    let options = ZarrOptions {
+        path: other.clone(),
+        overwrite: true,
+        ..Default::default()
+    };
+    let err = TileStream::new(spec, &[0], 1, Box::new(ZarrSink::new(options)))
+        .err()
+        .unwrap();
     assert!(err.to_string().contains("not a Zarr store"), "{err}");
     assert!(other.join("a.jpg").exists());
 }
-

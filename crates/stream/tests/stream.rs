@@ -478,7 +478,8 @@ fn an_epoch_too_large_for_memory_is_refused_when_the_stream_is_made() {
         .err()
         .expect("an epoch of 2^58 bytes cannot be allocated");
     assert!(
-        err.to_string().contains("bytes available; use a smaller first tile extent"),
+        err.to_string()
+            .contains("bytes available; use a smaller first tile extent"),
         "{err}"
     );
 }
@@ -489,8 +490,19 @@ fn a_plan_larger_than_the_machine_is_refused_before_the_store_is_made() {
     let spec = StreamSpec::new(DType::U8, vec![0, 1 << 15, 1 << 15], vec![1 << 10, 1, 1]).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("never.zarr");
-    let sink = ZarrSink::new(ZarrOptions { path: path.clone(), ..Default::default() });
-    let err = TileStream::new(spec, &[0], 1, Box::new(sink)).err().unwrap();
-    assert!(err.to_string().contains("needs 2199023255552 bytes"), "{err}");
-    assert!(!path.exists(), "the store was made before the plan was refused");
+    let sink = ZarrSink::new(ZarrOptions {
+        path: path.clone(),
+        ..Default::default()
+    });
+    let err = TileStream::new(spec, &[0], 1, Box::new(sink))
+        .err()
+        .unwrap();
+    assert!(
+        err.to_string().contains("needs 2199023255552 bytes"),
+        "{err}"
+    );
+    assert!(
+        !path.exists(),
+        "the store was made before the plan was refused"
+    );
 }

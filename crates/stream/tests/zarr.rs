@@ -130,7 +130,11 @@ fn shard_counts_must_match_the_rank() {
     let err = TileStream::new(spec, &[0, 0], 1, Box::new(sink))
         .err()
         .unwrap();
-    assert!(err.to_string().contains("a shard needs 2 positive tile counts"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("a shard needs 2 positive tile counts"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -180,7 +184,10 @@ fn a_sink_without_writers_is_refused() {
     let err = TileStream::new(spec, &[0, 0], 1, Box::new(sink))
         .err()
         .expect("zero writers are refused");
-    assert!(err.to_string().contains("1 to 256 writer threads, not 0"), "{err}");
+    assert!(
+        err.to_string().contains("1 to 256 writer threads, not 0"),
+        "{err}"
+    );
 }
 
 /// A store in a directory nobody may create entries in (procfs, refused
@@ -202,7 +209,10 @@ fn a_read_only_directory_is_an_error() {
     );
     // the file system's own error is kept as the source
     let source = std::error::Error::source(&err).expect("an I/O error as the source");
-    assert!(source.downcast_ref::<std::io::Error>().is_some(), "{source:?}");
+    assert!(
+        source.downcast_ref::<std::io::Error>().is_some(),
+        "{source:?}"
+    );
 }
 
 /// A full disk, simulated: one chunk's file is a link to /dev/full, where
@@ -228,7 +238,8 @@ fn a_full_disk_is_an_error_and_the_metadata_claims_only_what_was_written() {
             .and_then(|_| stream.finish().map(|_| ()))
             .expect_err("writing to a full disk fails");
         assert!(
-            err.to_string().contains(&format!("chunk c/{failing_epoch}/0")),
+            err.to_string()
+                .contains(&format!("chunk c/{failing_epoch}/0")),
             "{err}"
         );
         let meta = std::fs::read_to_string(path.join("zarr.json")).unwrap();
