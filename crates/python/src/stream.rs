@@ -8,8 +8,8 @@ use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use retile_stream::{
-    AnyStream, Backend, Codec, DType, NullSink, Shuffle, Sink, StreamError, StreamSpec, Summary,
-    ZarrOptions, ZarrSink,
+    default_axes, open_output, Axis, Backend, Codec, DType, Method, MultiscaleStream,
+    NgffOptions, Output, PyramidOptions, Shuffle, StreamError, StreamSpec, Summary, ZarrOptions,
 };
 
 /// A stream error as the Python exception of its kind, with the same one-line message.
@@ -150,6 +150,11 @@ impl Drop for HeldBuffer {
 ///
 /// Mirrors ``retile stream``: ``shape`` and ``tile`` are slowest dimension
 /// first, a first extent of 0 is unbounded; ``output=None`` only measures.
+/// ``pyramid="mean"`` (or min, max, decimate, median) also writes a
+/// multiscale pyramid as an OME-Zarr (NGFF 0.5) image, with ``levels``,
+/// ``downsample`` (per dimension, whether each level halves it),
+/// ``dim_names``, ``dim_types``, ``units`` and ``scale`` as
+/// ``retile stream`` takes them; ``ngff=True`` writes a one-level image.
 ///
 /// Example::
 ///
@@ -161,7 +166,7 @@ impl Drop for HeldBuffer {
 ///     print(s.summary["planes"])
 #[pyclass(module = "retile._retile", name = "Stream")]
 pub struct Stream {
-    inner: Mutex<AnyStream>,
+    inner: Mutex<MultiscaleStream>,
     dtype: DType,
     /// `finish` was called (the store is closed, whatever it returned).
     closed: std::sync::atomic::AtomicBool,
@@ -187,6 +192,16 @@ fn summary_dict<'py>(py: Python<'py>, s: &Summary) -> PyResult<Bound<'py, PyDict
     d.set_item("encode_seconds", s.sink.encode_seconds)?;
     d.set_item("write_seconds", s.sink.write_seconds)?;
     d.set_item("writer_threads", s.sink.threads)?;
+    let levels = pyo3::types::PyList::empty(py);
+    for level in &s.levels {
+        let l = PyDict::new(py);
+        l.set_item("shape", level.shape.clone())?;
+        l.set_item("tiles", level.tiles)?;
+        l.set_item("stored_bytes", level.sink.stored_bytes)?;
+        l.set_item("files", level.sink.files)?;
+        levels.append(l)?;
+    }
+    d.set_item("levels", levels)?;
     Ok(d)
 }
 
@@ -199,7 +214,7 @@ fn busy() -> PyErr {
 #[pymethods]
 impl Stream {
     #[new]
-    #[pyo3(signature = (output, shape, tile, dtype, shard=None, codec="none", fill=None, dim_names=None, backend="cpu", shuffle=None, writers=None, buffered_io=false, overwrite=false, threads=0))]
+    #[pyo3(signature = (output, shape, tile, dtype, shard=None, codec="none", fill=None, dim_names=None, backend="cpu", shuffle=None, writers=None, buffered_io=false, overwrite=false, threads=0, pyramid=None, levels=None, downsample=None, ngff=false, dim_types=None, units=None, scale=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         output: Option<PathBuf>,
@@ -216,6 +231,13 @@ impl Stream {
         buffered_io: bool,
         overwrite: bool,
         threads: usize,
+        pyramid: Option<&str>,
+        levels: Option<usize>,
+        downsample: Option<Vec<bool>>,
+        ngff: bool,
+        dim_types: Option<Vec<String>>,
+        units: Option<Vec<Option<String>>>,
+        scale: Option<Vec<f64>>,
     ) -> PyResult<Stream> {
         let dtype = dtype_of(dtype)?;
         let spec = StreamSpec::new(dtype, shape, tile).map_err(stream_err)?;
@@ -240,7 +262,22 @@ impl Stream {
                 )))
             }
         };
-        let sink: Box<dyn Sink> = match output {
+        let pyramid = match pyramid {
+            Some(method) => Some(PyramidOptions {
+                method: method.parse::<Method>().map_err(stream_err)?,
+                downsample,
+                levels,
+            }),
+            None if levels.is_some() || downsample.is_some() => {
+                return Err(PyValueError::new_err(
+                    "levels and downsample take effect only with pyramid='mean' (or min, max, decimate, median)",
+                ))
+            }
+            None => None,
+        };
+        let is_ngff = ngff || pyramid.is_some();
+        let rank = spec.shape().len();
+        let output = match output {
             None => {
                 let given: Vec<&str> = [
                     (shard.is_some(), "shard"),
@@ -250,6 +287,10 @@ impl Stream {
                     (dim_names.is_some(), "dim_names"),
                     (buffered_io, "buffered_io"),
                     (overwrite, "overwrite"),
+                    (ngff, "ngff"),
+                    (dim_types.is_some(), "dim_types"),
+                    (units.is_some(), "units"),
+                    (scale.is_some(), "scale"),
                 ]
                 .into_iter()
                 .filter_map(|(given, name)| given.then_some(name))
@@ -260,19 +301,34 @@ impl Stream {
                         given.join(", ")
                     )));
                 }
-                Box::new(NullSink)
+                Output { pyramid, ..Default::default() }
             }
-            Some(path) => Box::new(ZarrSink::new(ZarrOptions {
-                path,
-                codec: parsed,
-                shard,
-                dimension_names: dim_names,
-                buffered_io,
-                writers,
-                overwrite,
-            })),
+            Some(path) => {
+                let ngff_options = match is_ngff {
+                    true => Some(ngff_options(rank, dim_names.clone(), dim_types, units, scale)?),
+                    false if dim_types.is_some() || units.is_some() || scale.is_some() => {
+                        return Err(PyValueError::new_err(
+                            "dim_types, units and scale describe an OME-Zarr image: pass ngff=True or a pyramid",
+                        ))
+                    }
+                    false => None,
+                };
+                Output {
+                    zarr: Some(ZarrOptions {
+                        path,
+                        codec: parsed,
+                        shard,
+                        dimension_names: dim_names.filter(|_| !is_ngff),
+                        buffered_io,
+                        writers,
+                        overwrite,
+                    }),
+                    pyramid,
+                    ngff: ngff_options,
+                }
+            }
         };
-        let inner = AnyStream::open(spec, &fill, backend, sink).map_err(stream_err)?;
+        let inner = open_output(spec, &fill, backend, &output).map_err(stream_err)?;
         Ok(Stream {
             inner: Mutex::new(inner),
             dtype,
@@ -303,7 +359,7 @@ impl Stream {
         let addr = held.0.buf as usize;
         let len = held.0.len.max(0) as usize;
         let mut inner = self.inner.try_lock().map_err(|_| busy())?;
-        let stream: &mut AnyStream = &mut inner;
+        let stream: &mut MultiscaleStream = &mut inner;
         let taken = py.allow_threads(move || {
             let data: &[u8] = match len {
                 0 => &[],
@@ -331,7 +387,7 @@ impl Stream {
     ///     assert s.finish()["planes"] == 4
     fn finish<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let mut inner = self.inner.try_lock().map_err(|_| busy())?;
-        let stream: &mut AnyStream = &mut inner;
+        let stream: &mut MultiscaleStream = &mut inner;
         let result = py.allow_threads(move || stream.finish());
         drop(inner);
         self.closed
@@ -438,6 +494,30 @@ impl Stream {
             plan.to_string().lines().next().unwrap_or("")
         ))
     }
+}
+
+/// The OME-Zarr axes of the given names, types and units (each `None` =
+/// the defaults for `rank` dimensions) and scale.
+fn ngff_options(
+    rank: usize,
+    names: Option<Vec<String>>,
+    kinds: Option<Vec<String>>,
+    units: Option<Vec<Option<String>>>,
+    scale: Option<Vec<f64>>,
+) -> PyResult<NgffOptions> {
+    let defaults = default_axes(rank).map_err(stream_err)?;
+    let names = names.unwrap_or_else(|| defaults.iter().map(|a| a.name.clone()).collect());
+    let kinds = kinds.unwrap_or_else(|| defaults.iter().map(|a| a.kind.clone()).collect());
+    let units = units.unwrap_or_else(|| vec![None; rank]);
+    for (what, n) in [("dim_names", names.len()), ("dim_types", kinds.len()), ("units", units.len())] {
+        if n != rank {
+            return Err(PyValueError::new_err(format!("{what} has {n} entries for {rank} dimensions")));
+        }
+    }
+    let axes = (0..rank)
+        .map(|d| Axis::new(&names[d], &kinds[d], units[d].as_deref().filter(|u| !u.is_empty())))
+        .collect();
+    Ok(NgffOptions { axes: Some(axes), scale })
 }
 
 /// Registers the class.

@@ -93,21 +93,17 @@ pub(crate) trait Element: Pod + PartialOrd + Send + Sync {
     }
 }
 
-/// `sum / 2^log2` rounded half to even, for integer sums.
+/// `sum / 2^log2` rounded half to even, for integer sums, without a
+/// branch (so that it vectorises): adding `half - 1` and the quotient's
+/// lowest bit before the shift rounds up exactly when the remainder is
+/// over a half, or a half with an odd quotient.
 macro_rules! shift_half_even {
     ($sum:expr, $log2:expr) => {{
         let (sum, log2) = ($sum, $log2);
         if log2 == 0 {
             sum
         } else {
-            let q = sum >> log2;
-            let r = sum - (q << log2);
-            let half = 1 << (log2 - 1);
-            if r > half || (r == half && (q & 1) == 1) {
-                q + 1
-            } else {
-                q
-            }
+            (sum + ((1 << (log2 - 1)) - 1) + ((sum >> log2) & 1)) >> log2
         }
     }};
 }
@@ -410,6 +406,12 @@ fn reduce_row<T: Element>(
     // Child elements whose block has two elements along the last dimension.
     let full = if pair { rows[0].len() / 2 } else { 0 };
     match method {
+        Method::Mean if pair && full == out.len() => match *rows {
+            [a] => mean_pairs_1(a, out),
+            [a, b] => mean_pairs_2(a, b, out),
+            [a, b, c, d] => mean_pairs_4([a, b, c, d], out),
+            _ => mean_row(rows, pair, full, out, &mut scratch.sums),
+        },
         Method::Mean => mean_row(rows, pair, full, out, &mut scratch.sums),
         Method::Decimate => {
             let step = if pair { 2 } else { 1 };
@@ -432,6 +434,37 @@ fn reduce_row<T: Element>(
                 *o = median(block);
             }
         }
+    }
+}
+
+/// [`mean_row`] of rows whose blocks all hold two elements along the last
+/// dimension, in one pass (the same sums in the same order), written with
+/// iterators so that the compiler sees no bounds to check and vectorises.
+#[inline(always)]
+fn mean_pairs_1<T: Element>(a: &[T], out: &mut [T]) {
+    for (o, p) in out.iter_mut().zip(a.chunks_exact(2)) {
+        *o = T::mean(T::ZERO + (p[0].widen() + p[1].widen()), 1);
+    }
+}
+
+/// [`mean_pairs_1`] of two rows.
+#[inline(always)]
+fn mean_pairs_2<T: Element>(a: &[T], b: &[T], out: &mut [T]) {
+    for ((o, p), q) in out.iter_mut().zip(a.chunks_exact(2)).zip(b.chunks_exact(2)) {
+        let sum = T::ZERO + (p[0].widen() + p[1].widen());
+        *o = T::mean(sum + (q[0].widen() + q[1].widen()), 2);
+    }
+}
+
+/// [`mean_pairs_1`] of four rows.
+#[inline(always)]
+fn mean_pairs_4<T: Element>(rows: [&[T]; 4], out: &mut [T]) {
+    let [a, b, c, d] = rows.map(|r| r.chunks_exact(2));
+    for ((((o, p), q), r), s) in out.iter_mut().zip(a).zip(b).zip(c).zip(d) {
+        let sum = T::ZERO + (p[0].widen() + p[1].widen());
+        let sum = sum + (q[0].widen() + q[1].widen());
+        let sum = sum + (r[0].widen() + r[1].widen());
+        *o = T::mean(sum + (s[0].widen() + s[1].widen()), 3);
     }
 }
 

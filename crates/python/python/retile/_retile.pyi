@@ -34,6 +34,13 @@ class Stream:
         buffered_io: bool = False,
         overwrite: bool = False,
         threads: int = 0,
+        pyramid: Optional[str] = None,
+        levels: Optional[int] = None,
+        downsample: Optional[Sequence[bool]] = None,
+        ngff: bool = False,
+        dim_types: Optional[Sequence[str]] = None,
+        units: Optional[Sequence[Optional[str]]] = None,
+        scale: Optional[Sequence[float]] = None,
     ) -> None: ...
     def append(self, data: Any) -> int:
         """Appends a C-contiguous buffer (no copy, GIL released); returns the bytes taken.
