@@ -114,7 +114,7 @@ def test_every_level_equals_numpy(tmp_path, seed):
     stream_shape = [0 if c["unbounded"] else c["shape"][0]] + c["shape"][1:]
     out = tmp_path / "image.zarr"
     try:
-        s = retile.Stream(out, shape=stream_shape, tile=c["tile"], dtype=c["dtype"], shard=c["shard"],
+        s = retile.Stream(out, shape=stream_shape, tile=c["tile"], dtype=np.dtype(c["dtype"]), shard=c["shard"],
                           codec=c["codec"], pyramid=c["method"], levels=c["levels"], downsample=c["halved"])
     except ValueError as e:
         # more levels than the extents allow is refused with a clear message

@@ -232,8 +232,11 @@ impl Halver {
         emit: &mut dyn FnMut(&[u8]) -> Result<(), StreamError>,
     ) -> Result<(), StreamError> {
         let group = self.group_bytes();
-        let aligned = (data.as_ptr() as usize).is_multiple_of(self.spec.dtype().size());
+        let esize = self.spec.dtype().size();
         while !data.is_empty() {
+            // whole groups are reduced in place where the input is aligned to
+            // the element; the rest goes through the (aligned) pending buffer
+            let aligned = (data.as_ptr() as usize).is_multiple_of(esize);
             if self.pending_len > 0 || !aligned || data.len() < group {
                 let n = (group - self.pending_len).min(data.len());
                 let pending = bytemuck::cast_slice_mut::<u64, u8>(&mut self.pending);

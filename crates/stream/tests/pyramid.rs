@@ -370,3 +370,29 @@ fn a_partial_plane_at_the_end_is_an_error_after_every_level_is_written() {
     );
     assert!(sinks[2].assemble().unwrap().iter().all(|&v| v == 10));
 }
+
+#[test]
+fn appends_that_leave_the_input_misaligned_are_reduced_through_the_pending_planes() {
+    // one byte, then the rest: after the first plane is completed from the
+    // second piece, the remaining input starts at an odd address
+    let spec = StreamSpec::new(DType::U16, vec![0, 3, 5], vec![2, 2, 2]).unwrap();
+    let data: Vec<u8> = (0..40 * 15u16).flat_map(|v| v.to_le_bytes()).collect();
+    let mut levels = vec![];
+    for split in [None, Some(1)] {
+        let sinks = [MemorySink::new(), MemorySink::new()];
+        let pyramid = PyramidOptions { method: Method::Mean, downsample: None, levels: Some(2) };
+        let mut s = MultiscaleStream::new(spec.clone(), &[0; 2], Backend::Cpu { threads: 2 }, &pyramid, |k, _| Ok(Box::new(sinks[k].clone()))).unwrap();
+        match split {
+            Some(at) => {
+                s.append(&data[..at]).unwrap();
+                s.append(&data[at..]).unwrap();
+            }
+            None => {
+                s.append(&data).unwrap();
+            }
+        }
+        s.finish().unwrap();
+        levels.push(sinks[1].assemble().unwrap());
+    }
+    assert_eq!(levels[0], levels[1]);
+}
