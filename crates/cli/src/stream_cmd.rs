@@ -57,7 +57,7 @@ pub struct PyramidArgs {
     #[arg(long)]
     levels: Option<usize>,
     /// Which dimensions each level halves, slowest first, as 0 or 1
-    /// (default: every dimension but the first, e.g. 0,1,1).
+    /// (default: every dimension but the first and a channel axis, e.g. 0,1,1).
     #[arg(long, value_parser = parse_list)]
     downsample: Option<Dims>,
 }

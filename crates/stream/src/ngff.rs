@@ -305,7 +305,8 @@ fn halved_names(halve: &[bool]) -> String {
 }
 
 /// Opens a stream writing an OME-Zarr image at `zarr.path`: the group's
-/// `zarr.json`, and level `k` of `pyramid` as the array `k` with `zarr`'s
+/// `zarr.json`, and level `k` of `pyramid` (which halves, unless it says
+/// otherwise, every dimension but the first and a channel axis) as the array `k` with `zarr`'s
 /// chunks, shards and codec and the axes' names as dimension names. The
 /// group is written once every level's array exists (shape 0), so it never
 /// names an array that is not there; each array's shape grows with the
@@ -338,6 +339,13 @@ pub fn open_ngff(
             "an OME-Zarr image names its dimensions with its axes, not with dimension names".into(),
         ));
     }
+    // by default every dimension but the first is halved, a channel axis aside
+    let pyramid = &PyramidOptions {
+        downsample: pyramid.downsample.clone().or_else(|| {
+            Some((0..rank).map(|d| d > 0 && axes[d].kind != "channel").collect())
+        }),
+        ..pyramid.clone()
+    };
     let halve = pyramid.halved(&spec)?;
     let levels = pyramid.level_specs(&spec)?.len();
     let root = zarr.path.clone();
