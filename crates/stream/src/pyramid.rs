@@ -364,15 +364,6 @@ impl MultiscaleStream {
         let started = Instant::now();
         let halve = pyramid.halved(&spec)?;
         let specs = pyramid.level_specs(&spec)?;
-        let threads = match backend {
-            Backend::Cpu { threads } => threads,
-            Backend::Cuda => 0,
-        };
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .thread_name(|i| format!("retile-pyramid-{i}"))
-            .build()
-            .map_err(|e| StreamError::Invalid(format!("cannot start {threads} threads: {e}")))?;
         let mut levels = Vec::with_capacity(specs.len());
         for (k, level) in specs.iter().enumerate() {
             let halver = match k + 1 < specs.len() {
@@ -382,6 +373,18 @@ impl MultiscaleStream {
             let stream = AnyStream::open(level.clone(), fill, backend, sink(k, level)?)?;
             levels.push(Level { stream, halver });
         }
+        // Made after the level streams, which refuse a thread count out of
+        // range; a stream without a pyramid halves nothing and needs one.
+        let threads = match (backend, levels.len()) {
+            (_, 1) => 1,
+            (Backend::Cpu { threads }, _) => threads,
+            (Backend::Cuda, _) => 0,
+        };
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|i| format!("retile-pyramid-{i}"))
+            .build()
+            .map_err(|e| StreamError::Invalid(format!("cannot start {threads} threads: {e}")))?;
         Ok(MultiscaleStream {
             levels,
             pool,
