@@ -130,10 +130,12 @@ fn dispatch(name: &str, args: &[Value], kwargs: &[(String, Value)]) -> Result<Va
             check_target(target)?;
             request = request.with_target(target);
         }
-        Some(other) => return Err(CalcError::new(format!(
+        Some(other) => {
+            return Err(CalcError::new(format!(
             "transpose_plan argument 'target' must be a GPU architecture such as gfx942, got {}",
             other.type_name()
-        ))),
+        )))
+        }
     }
     Ok(Value::Transpose(request.plan()?))
 }

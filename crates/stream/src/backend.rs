@@ -60,6 +60,15 @@ impl AnyStream {
         }
     }
 
+    /// The CUDA engine's stream, if it is one.
+    #[cfg(feature = "cuda")]
+    pub(crate) fn as_cuda_mut(&mut self) -> Option<&mut crate::cuda::CudaTileStream> {
+        match self {
+            AnyStream::Cuda(s) => Some(s),
+            AnyStream::Cpu(_) => None,
+        }
+    }
+
     /// The plan the stream follows.
     pub fn plan(&self) -> &StreamPlan {
         match self {

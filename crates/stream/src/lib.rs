@@ -26,9 +26,13 @@ mod buffer;
 mod codec;
 #[cfg(feature = "cuda")]
 pub mod cuda;
+#[cfg(feature = "cuda")]
+mod cuda_pyramid;
 mod dtype;
 mod engine;
 mod files;
+#[cfg(any(feature = "cuda", test))]
+mod halve_kernel;
 mod kernels;
 mod ngff;
 mod plan;

@@ -346,6 +346,9 @@ pub struct LevelSummary {
 /// ```
 pub struct MultiscaleStream {
     levels: Vec<Level>,
+    /// Each level's CUDA stream halves into the next on the GPU.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    on_device: bool,
     pool: rayon::ThreadPool,
     started: Instant,
     finished: bool,
@@ -364,13 +367,20 @@ impl MultiscaleStream {
         let started = Instant::now();
         let halve = pyramid.halved(&spec)?;
         let specs = pyramid.level_specs(&spec)?;
+        let on_device = backend == Backend::Cuda && specs.len() > 1;
         let mut levels = Vec::with_capacity(specs.len());
         for (k, level) in specs.iter().enumerate() {
-            let halver = match k + 1 < specs.len() {
+            #[cfg_attr(not(feature = "cuda"), allow(unused_mut))]
+            let mut stream = AnyStream::open(level.clone(), fill, backend, sink(k, level)?)?;
+            let parent = k + 1 < specs.len();
+            let halver = match parent && !on_device {
                 true => Some(Halver::new(pyramid.method, level, &halve)?),
                 false => None,
             };
-            let stream = AnyStream::open(level.clone(), fill, backend, sink(k, level)?)?;
+            #[cfg(feature = "cuda")]
+            if let (true, Some(s)) = (parent && on_device, stream.as_cuda_mut()) {
+                s.attach_halver(pyramid.method, &halve)?;
+            }
             levels.push(Level { stream, halver });
         }
         // Made after the level streams, which refuse a thread count out of
@@ -378,7 +388,7 @@ impl MultiscaleStream {
         let threads = match (backend, levels.len()) {
             (_, 1) => 1,
             (Backend::Cpu { threads }, _) => threads,
-            (Backend::Cuda, _) => 0,
+            (Backend::Cuda, _) => 1, // the GPU halves
         };
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
@@ -387,6 +397,7 @@ impl MultiscaleStream {
             .map_err(|e| StreamError::Invalid(format!("cannot start {threads} threads: {e}")))?;
         Ok(MultiscaleStream {
             levels,
+            on_device,
             pool,
             started,
             finished: false,
@@ -442,6 +453,10 @@ impl MultiscaleStream {
         if self.finished {
             return Err(StreamError::Finished);
         }
+        #[cfg(feature = "cuda")]
+        if self.on_device {
+            return crate::cuda_pyramid::append(&mut self.device_levels()?, data);
+        }
         let (first, rest) = self.levels.split_first_mut().ok_or(StreamError::Finished)?;
         let taken = first.stream.append(data)?;
         if let Some(halver) = &mut first.halver {
@@ -460,6 +475,11 @@ impl MultiscaleStream {
             return Err(StreamError::Finished);
         }
         self.finished = true;
+        #[cfg(feature = "cuda")]
+        if self.on_device {
+            let results = crate::cuda_pyramid::finish(&mut self.device_levels()?);
+            return self.first_error_or_combined(results);
+        }
         let mut first_error = None;
         for k in 0..self.levels.len() {
             let (head, rest) = self.levels.split_at_mut(k + 1);
@@ -470,19 +490,30 @@ impl MultiscaleStream {
                 }
             }
         }
-        let mut summaries = Vec::new();
-        for level in &mut self.levels {
-            match level.stream.finish() {
-                Ok(s) => summaries.push(s),
-                Err(e) => {
-                    first_error.get_or_insert(e);
-                }
-            }
+        let results: Vec<_> = self.levels.iter_mut().map(|l| l.stream.finish()).collect();
+        match first_error {
+            Some(e) => Err(e),
+            None => self.first_error_or_combined(results),
         }
-        if let Some(e) = first_error {
-            return Err(e);
-        }
+    }
+
+    /// The first level's error, or the levels' summaries combined.
+    fn first_error_or_combined(
+        &self,
+        results: Vec<Result<Summary, StreamError>>,
+    ) -> Result<Summary, StreamError> {
+        let summaries = results.into_iter().collect::<Result<Vec<_>, _>>()?;
         Ok(self.combine(summaries))
+    }
+
+    /// Every level's CUDA stream, level 0 first.
+    #[cfg(feature = "cuda")]
+    fn device_levels(&mut self) -> Result<Vec<&mut crate::cuda::CudaTileStream>, StreamError> {
+        self.levels
+            .iter_mut()
+            .map(|l| l.stream.as_cuda_mut())
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| StreamError::Gpu("a pyramid level is not on the GPU".into()))
     }
 
     /// Level 0's summary, with the levels' sinks added up and listed.

@@ -229,6 +229,24 @@ impl Halving {
         self.parent.len() - 1
     }
 
+    /// The parent's plane extents.
+    #[cfg(any(feature = "cuda", test))]
+    pub fn parent(&self) -> &[u64] {
+        &self.parent
+    }
+
+    /// The child's plane extents.
+    #[cfg(any(feature = "cuda", test))]
+    pub fn child(&self) -> &[u64] {
+        &self.child
+    }
+
+    /// Which plane dimensions are halved.
+    #[cfg(any(feature = "cuda", test))]
+    pub fn halves(&self) -> &[bool] {
+        &self.halve
+    }
+
     /// Elements in one parent plane.
     pub fn parent_elements(&self) -> usize {
         self.parent.iter().product::<u64>() as usize
@@ -628,10 +646,16 @@ mod tests {
     fn sixteen_bit_floats_are_rounded_once_from_the_exact_mean() {
         // 512.25 + 2^-26 lies just above the tie between 512 and 512.5:
         // rounded through f32 it becomes the tie, and goes to 512
-        assert_eq!(narrow(512.25 + power_of_two(-26), 10, 5), f16::from_f32(512.5).to_bits());
+        assert_eq!(
+            narrow(512.25 + power_of_two(-26), 10, 5),
+            f16::from_f32(512.5).to_bits()
+        );
         // 128.5 + 2^-40 lies just above the tie between 128 and 129 in bf16
         // (its low bits are the ones `half` drops)
-        assert_eq!(narrow(128.5 + power_of_two(-40), 7, 8), bf16::from_f32(129.0).to_bits());
+        assert_eq!(
+            narrow(128.5 + power_of_two(-40), 7, 8),
+            bf16::from_f32(129.0).to_bits()
+        );
         for (v, bits) in [
             (0.0, 0x0000),
             (-0.0, 0x8000),
@@ -639,8 +663,8 @@ mod tests {
             (65519.99, 0x7BFF),
             (65520.0, 0x7C00), // the tie above the largest goes to infinity
             (-1e300, 0xFC00),
-            (power_of_two(-24), 0x0001),  // the smallest subnormal
-            (power_of_two(-25), 0x0000),  // its half: a tie, to even 0
+            (power_of_two(-24), 0x0001), // the smallest subnormal
+            (power_of_two(-25), 0x0000), // its half: a tie, to even 0
             (1.5 * power_of_two(-25), 0x0001),
             (power_of_two(-14) * (1.0 - power_of_two(-12)), 0x0400), // rounds up into the normals
             (f64::NAN, 0x7E00),
@@ -664,8 +688,14 @@ mod tests {
     #[test]
     fn a_mean_over_a_nan_is_the_quiet_nan_and_medians_order_zeros() {
         let negative_nan = f64::from_bits(0xFFF8_0000_0000_0001);
-        assert_eq!(<f64 as Element>::mean(negative_nan, 1).to_bits(), f64::NAN.to_bits());
-        assert_eq!(<f32 as Element>::mean(negative_nan, 1).to_bits(), f32::NAN.to_bits());
+        assert_eq!(
+            <f64 as Element>::mean(negative_nan, 1).to_bits(),
+            f64::NAN.to_bits()
+        );
+        assert_eq!(
+            <f32 as Element>::mean(negative_nan, 1).to_bits(),
+            f32::NAN.to_bits()
+        );
         let mut block = [0.0f32, -0.0, -0.0, 1.0];
         // sorted -0, -0, 0, 1: the middle two are -0 and 0, whose sum is +0
         assert_eq!(median(&mut block).to_bits(), 0);

@@ -49,8 +49,12 @@ fn encode(dtype: DType, values: &[Value]) -> Vec<u8> {
             (DType::I32, Value::Int(i)) => out.extend((i as i32).to_le_bytes()),
             (DType::U64, Value::Int(i)) => out.extend((i as u64).to_le_bytes()),
             (DType::I64, Value::Int(i)) => out.extend((i as i64).to_le_bytes()),
-            (DType::F16, Value::Float(f)) => out.extend(nearest_16(f, F16, half::f16::from_f64(f).to_bits()).to_le_bytes()),
-            (DType::BF16, Value::Float(f)) => out.extend(nearest_16(f, BF16, half::bf16::from_f64(f).to_bits()).to_le_bytes()),
+            (DType::F16, Value::Float(f)) => {
+                out.extend(nearest_16(f, F16, half::f16::from_f64(f).to_bits()).to_le_bytes())
+            }
+            (DType::BF16, Value::Float(f)) => {
+                out.extend(nearest_16(f, BF16, half::bf16::from_f64(f).to_bits()).to_le_bytes())
+            }
             (DType::F32, Value::Float(f)) if f.is_nan() => out.extend(f32::NAN.to_le_bytes()),
             (DType::F32, Value::Float(f)) => out.extend((f as f32).to_le_bytes()),
             (DType::F64, Value::Float(f)) if f.is_nan() => out.extend(f64::NAN.to_le_bytes()),
@@ -68,7 +72,11 @@ struct Format16 {
     nan: u16,
     beyond: f64,
 }
-const F16: Format16 = Format16 { value: |b| half::f16::from_bits(b).to_f64(), nan: 0x7E00, beyond: 65536.0 };
+const F16: Format16 = Format16 {
+    value: |b| half::f16::from_bits(b).to_f64(),
+    nan: 0x7E00,
+    beyond: 65536.0,
+};
 const BF16: Format16 = Format16 {
     value: |b| half::bf16::from_bits(b).to_f64(),
     nan: 0x7FC0,
@@ -93,7 +101,10 @@ fn nearest_16(v: f64, format: Format16, guess: u16) -> u16 {
         if x.is_nan() {
             continue;
         }
-        let (d, best_d) = ((magnitude(bits) - v.abs()).abs(), (magnitude(best & 0x7FFF) - v.abs()).abs());
+        let (d, best_d) = (
+            (magnitude(bits) - v.abs()).abs(),
+            (magnitude(best & 0x7FFF) - v.abs()).abs(),
+        );
         if d < best_d || (d == best_d && bits % 2 == 0 && best % 2 == 1) {
             best = sign | bits;
         }
@@ -426,8 +437,19 @@ fn appends_that_leave_the_input_misaligned_are_reduced_through_the_pending_plane
     let mut levels = vec![];
     for split in [None, Some(1)] {
         let sinks = [MemorySink::new(), MemorySink::new()];
-        let pyramid = PyramidOptions { method: Method::Mean, downsample: None, levels: Some(2) };
-        let mut s = MultiscaleStream::new(spec.clone(), &[0; 2], Backend::Cpu { threads: 2 }, &pyramid, |k, _| Ok(Box::new(sinks[k].clone()))).unwrap();
+        let pyramid = PyramidOptions {
+            method: Method::Mean,
+            downsample: None,
+            levels: Some(2),
+        };
+        let mut s = MultiscaleStream::new(
+            spec.clone(),
+            &[0; 2],
+            Backend::Cpu { threads: 2 },
+            &pyramid,
+            |k, _| Ok(Box::new(sinks[k].clone())),
+        )
+        .unwrap();
         match split {
             Some(at) => {
                 s.append(&data[..at]).unwrap();

@@ -40,8 +40,13 @@ fn memory_stays_flat_at_eight_times_the_length() {
         };
         std::fs::write("/proc/self/clear_refs", "5").unwrap();
         let before = peak();
-        let output = Output { zarr: Some(zarr), pyramid: Some(pyramid.clone()), ngff: None };
-        let mut stream = open_output(spec.clone(), &[0], Backend::Cpu { threads: 2 }, &output).unwrap();
+        let output = Output {
+            zarr: Some(zarr),
+            pyramid: Some(pyramid.clone()),
+            ngff: None,
+        };
+        let mut stream =
+            open_output(spec.clone(), &[0], Backend::Cpu { threads: 2 }, &output).unwrap();
         let piece = vec![3u8; 3 << 20];
         for _ in 0..(epochs * epoch_bytes).div_ceil(piece.len() as u64) {
             stream.append(&piece).unwrap();
