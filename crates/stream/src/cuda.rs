@@ -13,7 +13,8 @@ use std::time::Instant;
 
 use cudarc::driver::sys::CUdeviceptr;
 use cudarc::driver::{
-    result as cu, CudaEvent, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg,
+    result as cu, CudaEvent, CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig,
+    PushKernelArg,
 };
 use retile_copy::gpu::{c_type, cuda_error, Gpu};
 
@@ -101,6 +102,8 @@ pub struct ScatterKernel {
     fill: [u64; 2],
     /// Whether indices are 64-bit (`false`: the plan proved 32 bits suffice).
     wide: bool,
+    /// The compiled kernel and its grid, made on the first launch.
+    compiled: std::sync::OnceLock<(CudaFunction, u32)>,
 }
 
 /// C code decomposing `index` over `extents` (row-major) into variables `prefix{d}`.
@@ -176,6 +179,7 @@ impl ScatterKernel {
             epoch_buffer_bytes: plan.epoch_buffer_bytes(),
             fill,
             wide,
+            compiled: std::sync::OnceLock::new(),
         }
     }
 
@@ -276,6 +280,24 @@ extern "C" __global__ void __launch_bounds__(256) retile_scatter(const elem_t* _
         &self.source
     }
 
+    /// The kernel compiled for `gpu` and its grid (one block per 256 units,
+    /// at most 32 per multiprocessor), looked up once per kernel, not per launch.
+    fn compiled(&self, gpu: &Gpu) -> Result<(&CudaFunction, u32), StreamError> {
+        if self.compiled.get().is_none() {
+            let f = gpu
+                .kernel("retile_scatter", &self.source)
+                .map_err(gpu_error)?;
+            let most = gpu.multiprocessors().map_err(gpu_error)? as u64 * 32;
+            let blocks = self.units_per_epoch.div_ceil(256).clamp(1, most) as u32;
+            let _ = self.compiled.set((f, blocks));
+        }
+        let (f, blocks) = self
+            .compiled
+            .get()
+            .ok_or_else(|| StreamError::Gpu("the scatter kernel was not compiled".into()))?;
+        Ok((f, *blocks))
+    }
+
     /// Cuts `planes` planes of input at device address `input` into one
     /// epoch of tiles at `output`, on `stream`.
     ///
@@ -290,19 +312,13 @@ extern "C" __global__ void __launch_bounds__(256) retile_scatter(const elem_t* _
         output: CUdeviceptr,
         planes: u64,
     ) -> Result<(), StreamError> {
-        let f = gpu
-            .kernel("retile_scatter", &self.source)
-            .map_err(gpu_error)?;
-        let blocks =
-            self.units_per_epoch
-                .div_ceil(256)
-                .clamp(1, gpu.multiprocessors().map_err(gpu_error)? as u64 * 32) as u32;
+        let (f, blocks) = self.compiled(gpu)?;
         let cfg = LaunchConfig {
             grid_dim: (blocks, 1, 1),
             block_dim: (256, 1, 1),
             shared_mem_bytes: 0,
         };
-        let mut launch = stream.launch_builder(&f);
+        let mut launch = stream.launch_builder(f);
         let (planes32, units32) = (planes as u32, self.units_per_epoch as u32);
         launch
             .arg(&input)
@@ -445,9 +461,8 @@ impl CudaTileStream {
         let gpu = Gpu::open().map_err(gpu_error)?;
         let plan = StreamPlan::new(&spec)?;
         let kernel = ScatterKernel::new(&plan, fill, 16);
-        // compile now, so that the first epoch does not pay for NVRTC
-        gpu.kernel("retile_scatter", kernel.source_text())
-            .map_err(gpu_error)?;
+        // compiled and configured once, now, so that no epoch pays for it
+        kernel.compiled(&gpu)?;
         // every option is checked before any buffer is made
         crate::engine::check_memory(&plan)?;
         sink.begin(&plan, fill)?;
@@ -739,7 +754,7 @@ impl CudaTileStream {
                 .launch(&self.gpu, &self.compute, input, tiles, planes)?
         };
         if let Some(halver) = &mut self.halver {
-            halver.halve_epoch(&self.gpu, &self.compute, input, planes)?;
+            halver.halve_epoch(&self.compute, input, planes)?;
         }
         slot.scattered
             .record(&self.compute)
@@ -810,7 +825,7 @@ impl CudaTileStream {
             self.ship(planes_here)?;
         }
         match &mut self.halver {
-            Some(halver) => halver.flush(&self.gpu, &self.compute),
+            Some(halver) => halver.flush(&self.compute),
             None => Ok(()),
         }
     }

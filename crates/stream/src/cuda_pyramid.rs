@@ -15,7 +15,8 @@ use std::sync::Arc;
 
 use cudarc::driver::sys::CUdeviceptr;
 use cudarc::driver::{
-    result as cu, CudaEvent, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg,
+    result as cu, CudaEvent, CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig,
+    PushKernelArg,
 };
 use retile_copy::gpu::Gpu;
 
@@ -42,7 +43,8 @@ pub(crate) struct Ready {
 /// Makes the next level's planes from each shipped epoch of a level, on
 /// the GPU, byte-identical to the CPU's halving.
 pub(crate) struct DeviceHalver {
-    source: String,
+    /// The compiled kernel and its grid's most blocks.
+    kernel: (CudaFunction, u64),
     /// The first dimension is halved: planes pair up, across epochs too.
     pairs: bool,
     parent_plane: u64,
@@ -67,7 +69,8 @@ impl DeviceHalver {
     ) -> Result<DeviceHalver, StreamError> {
         let halving = Halving::new(&parent.shape()[1..], &halve[1..]);
         let source = halve_source(method, parent.dtype(), &halving);
-        gpu.kernel(HALVE_KERNEL, &source).map_err(gpu_error)?;
+        let function = gpu.kernel(HALVE_KERNEL, &source).map_err(gpu_error)?;
+        let most_blocks = gpu.multiprocessors().map_err(gpu_error)? as u64 * 16;
         let element = parent.dtype().size() as u64;
         let parent_plane = halving.parent_elements() as u64 * element;
         let child_plane = halving.child_elements() as u64 * element;
@@ -94,7 +97,7 @@ impl DeviceHalver {
             false => None,
         };
         Ok(DeviceHalver {
-            source,
+            kernel: (function, most_blocks),
             pairs,
             parent_plane,
             child_plane,
@@ -111,7 +114,6 @@ impl DeviceHalver {
     /// (after the scatter, before the input is released).
     pub(crate) fn halve_epoch(
         &mut self,
-        gpu: &Gpu,
         stream: &Arc<CudaStream>,
         input: CUdeviceptr,
         planes: u64,
@@ -123,13 +125,13 @@ impl DeviceHalver {
         };
         let mut made = 0;
         if !self.pairs {
-            self.launch(gpu, stream, [input, 0], self.parent_plane, out, planes)?;
+            self.launch(stream, [input, 0], self.parent_plane, out, planes)?;
             made = planes;
         } else {
             let mut first = 0;
             if self.carrying && planes > 0 {
                 let carry = self.carry_ptr(stream)?;
-                self.launch(gpu, stream, [carry, input], 0, out, 1)?;
+                self.launch(stream, [carry, input], 0, out, 1)?;
                 (first, made, self.carrying) = (1, 1, false);
             }
             let pairs = (planes - first) / 2;
@@ -137,7 +139,6 @@ impl DeviceHalver {
                 let a = input + first * self.parent_plane;
                 let to = out + made * self.child_plane;
                 self.launch(
-                    gpu,
                     stream,
                     [a, a + self.parent_plane],
                     2 * self.parent_plane,
@@ -167,7 +168,7 @@ impl DeviceHalver {
 
     /// At the end of the stream: a plane still waiting for its pair becomes
     /// the last child plane alone.
-    pub(crate) fn flush(&mut self, gpu: &Gpu, stream: &Arc<CudaStream>) -> Result<(), StreamError> {
+    pub(crate) fn flush(&mut self, stream: &Arc<CudaStream>) -> Result<(), StreamError> {
         if !self.carrying {
             return Ok(());
         }
@@ -175,7 +176,7 @@ impl DeviceHalver {
         let b = self.begin(stream)?;
         let (out, _guard) = self.outputs[b].planes.device_ptr(stream);
         let carry = self.carry_ptr(stream)?;
-        self.launch(gpu, stream, [carry, 0], 0, out, 1)?;
+        self.launch(stream, [carry, 0], 0, out, 1)?;
         drop(_guard);
         self.end(stream, b, 1)
     }
@@ -244,7 +245,6 @@ impl DeviceHalver {
     /// `planes[1] + g * stride` (`stride` in bytes).
     fn launch(
         &self,
-        gpu: &Gpu,
         stream: &Arc<CudaStream>,
         planes: [CUdeviceptr; 2],
         stride: u64,
@@ -255,18 +255,15 @@ impl DeviceHalver {
         if count == 0 {
             return Ok(());
         }
-        let f = gpu.kernel(HALVE_KERNEL, &self.source).map_err(gpu_error)?;
-        let blocks = count
-            .div_ceil(256)
-            .clamp(1, gpu.multiprocessors().map_err(gpu_error)? as u64 * 16)
-            as u32;
+        let (f, most_blocks) = &self.kernel;
+        let blocks = count.div_ceil(256).clamp(1, *most_blocks) as u32;
         let cfg = LaunchConfig {
             grid_dim: (blocks, 1, 1),
             block_dim: (256, 1, 1),
             shared_mem_bytes: 0,
         };
         let stride_elements = stride / self.element;
-        let mut launch = stream.launch_builder(&f);
+        let mut launch = stream.launch_builder(f);
         launch
             .arg(&planes[0])
             .arg(&planes[1])
