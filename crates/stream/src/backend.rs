@@ -53,8 +53,8 @@ impl AnyStream {
             #[cfg(not(feature = "cuda"))]
             Backend::Cuda => {
                 drop((spec, fill, sink));
-                Err(StreamError::Gpu(
-                    "this retile was built without CUDA; rebuild with `--features cuda`".into(),
+                Err(StreamError::gpu(
+                    "this retile was built without CUDA; rebuild with `--features cuda`",
                 ))
             }
         }

@@ -26,7 +26,7 @@ use crate::sink::Sink;
 use crate::{StreamError, StreamSpec, Summary};
 
 pub(crate) fn gpu_error(e: retile_copy::CopyError) -> StreamError {
-    StreamError::Gpu(e.to_string())
+    StreamError::Gpu(e)
 }
 
 pub(crate) fn driver(doing: &'static str) -> impl Fn(cudarc::driver::DriverError) -> StreamError {
@@ -294,7 +294,7 @@ extern "C" __global__ void __launch_bounds__(256) retile_scatter(const elem_t* _
         let (f, blocks) = self
             .compiled
             .get()
-            .ok_or_else(|| StreamError::Gpu("the scatter kernel was not compiled".into()))?;
+            .ok_or_else(|| StreamError::gpu("the scatter kernel was not compiled"))?;
         Ok((f, *blocks))
     }
 

@@ -202,8 +202,8 @@ impl DeviceHalver {
         let b = self.next;
         self.next = 1 - b;
         if self.ready.iter().any(|r| r.buffer == b) {
-            return Err(StreamError::Gpu(
-                "a pyramid level's planes were overwritten before its child took them".into(),
+            return Err(StreamError::gpu(
+                "a pyramid level's planes were overwritten before its child took them",
             ));
         }
         stream
@@ -235,7 +235,7 @@ impl DeviceHalver {
         let carry = self
             .carry
             .as_ref()
-            .ok_or_else(|| StreamError::Gpu("a pyramid level has no carry plane".into()))?;
+            .ok_or_else(|| StreamError::gpu("a pyramid level has no carry plane"))?;
         let (ptr, _guard) = carry.device_ptr(stream);
         Ok(ptr)
     }

@@ -56,6 +56,13 @@ pub use reduce::Method;
 pub use sink::{Epoch, MemorySink, NullSink, Sink, SinkStats};
 pub use zarr::{ZarrOptions, ZarrSink, MAX_WRITERS};
 
+impl StreamError {
+    /// A GPU error that is retile's own, not the driver's.
+    pub(crate) fn gpu(message: impl Into<String>) -> StreamError {
+        StreamError::Gpu(retile_copy::CopyError::Invalid(message.into()))
+    }
+}
+
 /// Errors of planning and streaming.
 #[derive(Debug, Error)]
 pub enum StreamError {
@@ -80,9 +87,10 @@ pub enum StreamError {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
-    /// The GPU backend failed or is missing; the message says what it was doing.
+    /// The GPU backend failed or is missing: what it was doing, the CUDA
+    /// driver's or compiler's error kept as the source.
     #[error("GPU: {0}")]
-    Gpu(String),
+    Gpu(#[source] retile_copy::CopyError),
     /// `append` or `finish` after `finish`.
     #[error("the stream is finished; nothing more can be appended")]
     Finished,

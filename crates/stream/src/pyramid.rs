@@ -513,7 +513,7 @@ impl MultiscaleStream {
             .iter_mut()
             .map(|l| l.stream.as_cuda_mut())
             .collect::<Option<Vec<_>>>()
-            .ok_or_else(|| StreamError::Gpu("a pyramid level is not on the GPU".into()))
+            .ok_or_else(|| StreamError::gpu("a pyramid level is not on the GPU"))
     }
 
     /// Level 0's summary, with the levels' sinks added up and listed.
