@@ -11,7 +11,7 @@ pub const FUNCTIONS: &[&str] = &["transpose_plan", "vector_width"];
 
 impl From<retile_copy::CopyError> for CalcError {
     fn from(e: retile_copy::CopyError) -> Self {
-        CalcError::new(e.to_string())
+        CalcError::caused_by(e)
     }
 }
 

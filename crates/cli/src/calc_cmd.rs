@@ -155,7 +155,7 @@ pub fn eval(args: &EvalArgs) -> Result<ExitCode, String> {
 /// layout as its sticks.
 fn drawing(value: &Value) -> Result<String, CalcError> {
     match value {
-        Value::Device(l) => l.render_sticks().map_err(|e| CalcError::new(e.to_string())),
+        Value::Device(l) => l.render_sticks().map_err(CalcError::caused_by),
         Value::Register(l) => Ok(format!("{}\n", l.visualize()?)),
         other => Ok(retile_layout::render_grid(&other.to_layout()?)?),
     }
