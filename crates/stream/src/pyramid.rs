@@ -6,11 +6,13 @@
 //! memory stays at each level's epoch buffers plus at most two planes,
 //! whatever the stream's length.
 
+use std::sync::Arc;
 use std::time::Instant;
 
+use crate::engine::thread_pool;
 use crate::reduce::{halve_planes, Halving, Method};
 use crate::sink::{Sink, SinkStats};
-use crate::{AnyStream, Backend, StreamError, StreamPlan, StreamSpec, Summary};
+use crate::{AnyStream, Backend, StreamError, StreamPlan, StreamSpec, Summary, TileStream};
 
 /// Most levels a pyramid has.
 pub const MAX_LEVELS: usize = 32;
@@ -349,7 +351,7 @@ pub struct MultiscaleStream {
     /// Each level's CUDA stream halves into the next on the GPU.
     #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     on_device: bool,
-    pool: rayon::ThreadPool,
+    pool: Arc<rayon::ThreadPool>,
     started: Instant,
     finished: bool,
 }
@@ -368,10 +370,25 @@ impl MultiscaleStream {
         let halve = pyramid.halved(&spec)?;
         let specs = pyramid.level_specs(&spec)?;
         let on_device = backend == Backend::Cuda && specs.len() > 1;
+        // one pool for every level's tiling and the halving (the GPU halves
+        // on its own): pools of their own would spin while another works
+        let pool = match backend {
+            Backend::Cpu { threads } => thread_pool(threads)?,
+            Backend::Cuda => thread_pool(1)?,
+        };
         let mut levels = Vec::with_capacity(specs.len());
         for (k, level) in specs.iter().enumerate() {
+            let sink = sink(k, level)?;
             #[cfg_attr(not(feature = "cuda"), allow(unused_mut))]
-            let mut stream = AnyStream::open(level.clone(), fill, backend, sink(k, level)?)?;
+            let mut stream = match backend {
+                Backend::Cpu { .. } => AnyStream::Cpu(Box::new(TileStream::with_pool(
+                    level.clone(),
+                    fill,
+                    pool.clone(),
+                    sink,
+                )?)),
+                Backend::Cuda => AnyStream::open(level.clone(), fill, backend, sink)?,
+            };
             let parent = k + 1 < specs.len();
             let halver = match parent && !on_device {
                 true => Some(Halver::new(pyramid.method, level, &halve)?),
@@ -383,18 +400,6 @@ impl MultiscaleStream {
             }
             levels.push(Level { stream, halver });
         }
-        // Made after the level streams, which refuse a thread count out of
-        // range; a stream without a pyramid halves nothing and needs one.
-        let threads = match (backend, levels.len()) {
-            (_, 1) => 1,
-            (Backend::Cpu { threads }, _) => threads,
-            (Backend::Cuda, _) => 1, // the GPU halves
-        };
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .thread_name(|i| format!("retile-pyramid-{i}"))
-            .build()
-            .map_err(|e| StreamError::Invalid(format!("cannot start {threads} threads: {e}")))?;
         Ok(MultiscaleStream {
             levels,
             on_device,
