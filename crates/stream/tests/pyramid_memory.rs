@@ -3,17 +3,9 @@
 
 use retile_stream::*;
 
-/// Peak resident memory since the last reset, in bytes.
-fn peak() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
-    line.split_whitespace()
-        .nth(1)
-        .unwrap()
-        .parse::<u64>()
-        .unwrap()
-        * 1024
-}
+mod common;
+#[cfg(target_os = "linux")]
+use common::peak;
 
 /// A pyramid (the append dimension halved too, so that every level holds
 /// a plane back) written to Zarr: memory is the same at 1x and 8x the
