@@ -322,6 +322,7 @@ impl Stream {
                         buffered_io,
                         writers,
                         overwrite,
+                        ..Default::default()
                     }),
                     pyramid,
                     ngff: ngff_options,
