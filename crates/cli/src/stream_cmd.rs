@@ -455,13 +455,14 @@ fn output(args: &StreamArgs, rank: usize) -> Result<Output, String> {
         overwrite: args.overwrite,
         s3: S3Options {
             allow_http: args.allow_http,
-            retry_timeout: std::time::Duration::try_from_secs_f64(args.retry_seconds)
-                .map_err(|_| {
+            retry_timeout: std::time::Duration::try_from_secs_f64(args.retry_seconds).map_err(
+                |_| {
                     format!(
                         "--retry-seconds takes a number of seconds, not {}",
                         args.retry_seconds
                     )
-                })?,
+                },
+            )?,
             ..Default::default()
         },
     };

@@ -339,7 +339,11 @@ pub fn open_ngff(
     // by default every dimension but the first is halved, a channel axis aside
     let pyramid = &PyramidOptions {
         downsample: pyramid.downsample.clone().or_else(|| {
-            Some((0..rank).map(|d| d > 0 && axes[d].kind != "channel").collect())
+            Some(
+                (0..rank)
+                    .map(|d| d > 0 && axes[d].kind != "channel")
+                    .collect(),
+            )
         }),
         ..pyramid.clone()
     };

@@ -185,9 +185,13 @@ impl Bucket {
         let has_key = builder
             .get_config_value(&AmazonS3ConfigKey::AccessKeyId)
             .is_some();
-        let other_credentials = ["AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI"]
-            .iter()
-            .any(|v| std::env::var_os(v).is_some());
+        let other_credentials = [
+            "AWS_WEB_IDENTITY_TOKEN_FILE",
+            "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+            "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+        ]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some());
         if signed && !has_key && !other_credentials {
             return invalid(format!(
                 "{}: no credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_ENDPOINT_URL for a server other than AWS)",
@@ -358,7 +362,8 @@ impl Upload {
         while !bytes.is_empty() {
             let n = (PART_BYTES - self.pending.len()).min(bytes.len());
             if self.pending.capacity() == 0 {
-                self.pending.reserve_exact(PART_BYTES.min(bytes.len().max(n)));
+                self.pending
+                    .reserve_exact(PART_BYTES.min(bytes.len().max(n)));
             }
             self.pending.extend_from_slice(&bytes[..n]);
             bytes = &bytes[n..];
@@ -395,7 +400,9 @@ impl Upload {
             bucket
                 .runtime
                 .block_on(multipart.parts.join_next())
-                .map_or(Ok(()), |joined| joined.map_err(DestError::from)?.map_err(explain))?;
+                .map_or(Ok(()), |joined| {
+                    joined.map_err(DestError::from)?.map_err(explain)
+                })?;
         }
         Ok(())
     }
@@ -420,7 +427,10 @@ impl Upload {
             while let Some(joined) = multipart.parts.join_next().await {
                 joined.map_err(DestError::from)?.map_err(explain)?;
             }
-            upload_of(&mut multipart.upload).complete().await.map_err(explain)
+            upload_of(&mut multipart.upload)
+                .complete()
+                .await
+                .map_err(explain)
         });
         bucket.count(1, 0);
         match finished {
@@ -446,7 +456,8 @@ impl Upload {
         let bucket = &*self.bucket;
         bucket.count(1, 0);
         let aborting = async move {
-            let _ = tokio::time::timeout(ABORT_WAIT, upload_of(&mut multipart.upload).abort()).await;
+            let _ =
+                tokio::time::timeout(ABORT_WAIT, upload_of(&mut multipart.upload).abort()).await;
         };
         match tokio::runtime::Handle::try_current() {
             // inside an async context a runtime cannot be waited on: the abort goes on its own
@@ -457,10 +468,9 @@ impl Upload {
 }
 
 /// The upload in `m`, whether or not a thread panicked holding it.
-fn upload_of(
-    m: &mut std::sync::Mutex<Box<dyn MultipartUpload>>,
-) -> &mut Box<dyn MultipartUpload> {
-    m.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner)
+fn upload_of(m: &mut std::sync::Mutex<Box<dyn MultipartUpload>>) -> &mut Box<dyn MultipartUpload> {
+    m.get_mut()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl Drop for Upload {
