@@ -164,7 +164,6 @@ fn s3(endpoint: &str) -> S3Options {
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect(),
-        ..Default::default()
     }
 }
 
