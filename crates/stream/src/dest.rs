@@ -39,6 +39,11 @@ pub(crate) enum Writer<'s> {
     Object(&'s mut Upload),
 }
 
+/// Whether `path` names a store in object storage (`s3://...`).
+pub(crate) fn is_object_store(path: &Path) -> bool {
+    path.to_str().is_some_and(|p| p.starts_with("s3://"))
+}
+
 impl Dest {
     /// Makes ready the store at `path` (`s3://BUCKET/PREFIX`, or a local
     /// directory): new, or emptied where `options.overwrite` allows.

@@ -14,7 +14,7 @@ use zarrs::array::{Array, ArrayBuilder, FillValue};
 use zarrs::storage::store::MemoryStore;
 
 use crate::codec::{Codec, Encoder};
-use crate::dest::{Dest, DestError, Open, Writer};
+use crate::dest::{is_object_store, Dest, DestError, Open, Writer};
 use crate::files::{BLOCK, STAGE_BYTES};
 use crate::object::{S3Options, PART_BYTES};
 use crate::plan::StreamPlan;
@@ -104,6 +104,10 @@ const HELD_BYTES: usize = 64 << 20;
 
 /// Bytes of parts the open objects of a row may have uploading at once, in all.
 const IN_FLIGHT_BYTES: usize = 256 << 20;
+
+/// Bytes of unfinished parts the open shards of a row may keep between
+/// epochs in object storage (a part goes up only when whole).
+const MAX_HELD_PARTS: u64 = 4 << 30;
 
 /// One open shard: its bytes so far and its index.
 struct ShardFile {
@@ -197,10 +201,21 @@ impl ZarrSink {
                 "a Zarr sink needs 1 to {MAX_WRITERS} writer threads, not {writers}"
             )));
         }
-        Ok((
-            ShardGrid::new(plan, self.options.shard.as_deref())?,
-            writers,
-        ))
+        let grid = ShardGrid::new(plan, self.options.shard.as_deref())?;
+        if is_object_store(&self.options.path) && grid.depth() > 1 {
+            // an object is uploaded in whole parts: the unfinished part of
+            // every open shard stays in memory between epochs
+            let shard_bytes = plan.tile_bytes().saturating_mul(grid.chunks_per_file() as u64);
+            let held = (grid.files_per_row() as u64).saturating_mul(shard_bytes.min(PART_BYTES as u64));
+            if held > MAX_HELD_PARTS {
+                return Err(StreamError::Invalid(format!(
+                    "{} shards {} epochs deep would keep up to {held} bytes of unfinished upload parts in memory between epochs (at most {MAX_HELD_PARTS}); use shards one epoch deep, or fewer, larger shards",
+                    grid.files_per_row(),
+                    grid.depth()
+                )));
+            }
+        }
+        Ok((grid, writers))
     }
 
     /// The array's metadata (shape 0 along the first dimension).

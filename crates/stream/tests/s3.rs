@@ -828,3 +828,19 @@ fn plain_http_and_missing_credentials_are_refused_before_anything_is_sent() {
     .to_string();
     assert!(err.contains("s3://BUCKET/PREFIX"), "{err}");
 }
+
+#[test]
+fn deep_shards_that_would_hold_too_many_parts_in_memory_are_refused_before_anything_is_sent() {
+    // 512 x 512 shards a row, 64 epochs deep, each holding up to 128 KiB
+    // between epochs: 32 GiB
+    let spec = StreamSpec::new(DType::U8, vec![0, 16384, 16384], vec![2, 32, 32]).unwrap();
+    let opts = ZarrOptions {
+        shard: Some(vec![64, 1, 1]),
+        ..options("s3://b/p", s3("http://127.0.0.1:9"))
+    };
+    let err = TileStream::new(spec, &[0], 1, Box::new(ZarrSink::new(opts)))
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(err.contains("unfinished upload parts in memory"), "{err}");
+}
