@@ -356,21 +356,21 @@ impl Upload {
         self.offset
     }
 
-    /// Appends `bytes`; every whole part goes up as it is made.
+    /// Appends `bytes`; every whole part goes up once a byte after it is
+    /// pushed (an object of one part or less is one `PUT`).
     pub fn push(&mut self, mut bytes: &[u8]) -> Result<(), DestError> {
         self.offset += bytes.len() as u64;
         while !bytes.is_empty() {
-            let n = (PART_BYTES - self.pending.len()).min(bytes.len());
-            if self.pending.capacity() == 0 {
-                self.pending
-                    .reserve_exact(PART_BYTES.min(bytes.len().max(n)));
-            }
-            self.pending.extend_from_slice(&bytes[..n]);
-            bytes = &bytes[n..];
             if self.pending.len() == PART_BYTES {
                 let part = std::mem::take(&mut self.pending);
                 self.send(part)?;
             }
+            let n = (PART_BYTES - self.pending.len()).min(bytes.len());
+            if self.pending.capacity() == 0 {
+                self.pending.reserve_exact(n);
+            }
+            self.pending.extend_from_slice(&bytes[..n]);
+            bytes = &bytes[n..];
         }
         Ok(())
     }

@@ -205,8 +205,11 @@ impl ZarrSink {
         if is_object_store(&self.options.path) && grid.depth() > 1 {
             // an object is uploaded in whole parts: the unfinished part of
             // every open shard stays in memory between epochs
-            let shard_bytes = plan.tile_bytes().saturating_mul(grid.chunks_per_file() as u64);
-            let held = (grid.files_per_row() as u64).saturating_mul(shard_bytes.min(PART_BYTES as u64));
+            let shard_bytes = plan
+                .tile_bytes()
+                .saturating_mul(grid.chunks_per_file() as u64);
+            let held =
+                (grid.files_per_row() as u64).saturating_mul(shard_bytes.min(PART_BYTES as u64));
             if held > MAX_HELD_PARTS {
                 return Err(StreamError::Invalid(format!(
                     "{} shards {} epochs deep would keep up to {held} bytes of unfinished upload parts in memory between epochs (at most {MAX_HELD_PARTS}); use shards one epoch deep, or fewer, larger shards",

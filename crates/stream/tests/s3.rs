@@ -844,3 +844,31 @@ fn deep_shards_that_would_hold_too_many_parts_in_memory_are_refused_before_anyth
         .to_string();
     assert!(err.contains("unfinished upload parts in memory"), "{err}");
 }
+
+#[test]
+fn a_chunk_of_exactly_one_part_is_one_put() {
+    let Some(moto) = moto(false) else { return };
+    // 2 x 1024 x 2048 u16 tiles: 8 MiB, one part
+    let opts = options(&format!("s3://{BUCKET}/onepart"), s3(&moto.endpoint()));
+    let (summary, data) =
+        stream(vec![0, 1024, 2048], 4, vec![2, 1024, 2048], opts, 1 << 20).unwrap();
+    let client = moto.client();
+    let listed = objects(&client, "onepart");
+    let chunks: Vec<_> = listed
+        .iter()
+        .filter(|(k, _, _)| k.starts_with("c/"))
+        .collect();
+    assert_eq!(chunks.len(), 2, "{listed:?}");
+    assert!(
+        chunks
+            .iter()
+            .all(|(_, size, etag)| *size == PART_BYTES as u64 && !etag.contains('-')),
+        "{chunks:?}"
+    );
+    // a listing, the chunks and the metadata: begun, after each epoch, finished
+    assert_eq!(summary.sink.requests, 1 + 2 + 4, "{:?}", summary.sink);
+    let dir = tempfile::tempdir().unwrap();
+    let (shape, read) = read_back(&client, "onepart", dir.path());
+    assert_eq!(shape, vec![4, 1024, 2048]);
+    assert_same(&read, &data, "read back");
+}
