@@ -11,7 +11,7 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use retile_stream::{
     default_axes, open_output, Axis, Backend, Codec, DType, Method, MultiscaleStream, NgffOptions,
-    Output, PyramidOptions, Shuffle, StreamPlan, StreamSpec, Summary, ZarrOptions,
+    Output, PyramidOptions, S3Options, Shuffle, StreamPlan, StreamSpec, Summary, ZarrOptions,
 };
 
 /// Bytes read from the input per append.
@@ -109,9 +109,21 @@ pub struct StreamArgs {
     /// a bounded shape says how many itself.
     #[arg(long)]
     planes: Option<u64>,
-    /// Zarr v3 directory to write; without it the tiler is only measured.
+    /// Zarr v3 directory to write, or s3://BUCKET/PREFIX for S3-compatible
+    /// object storage (endpoint, region and credentials from AWS_ENDPOINT_URL,
+    /// AWS_REGION, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, ...); without it
+    /// the tiler is only measured.
     #[arg(long)]
     output: Option<PathBuf>,
+    /// Allow a plain http:// object storage endpoint (unencrypted), as
+    /// AWS_ALLOW_HTTP=true does.
+    #[arg(long)]
+    allow_http: bool,
+    /// How long a request to object storage that keeps failing (throttled,
+    /// server errors, dropped connections) is retried, with backoff, before
+    /// the stream fails.
+    #[arg(long, default_value_t = 120.0)]
+    retry_seconds: f64,
     /// Replace the Zarr store at --output if there is one (it is deleted first).
     #[arg(long)]
     overwrite: bool,
@@ -417,6 +429,7 @@ fn output(args: &StreamArgs, rank: usize) -> Result<Output, String> {
             (args.dim_types.is_some(), "--dim-types"),
             (args.units.is_some(), "--units"),
             (args.scale.is_some(), "--scale"),
+            (args.allow_http, "--allow-http"),
         ]
         .into_iter()
         .filter_map(|(given, name)| given.then_some(name))
@@ -440,6 +453,18 @@ fn output(args: &StreamArgs, rank: usize) -> Result<Output, String> {
         buffered_io: args.buffered_io,
         writers: args.writers,
         overwrite: args.overwrite,
+        s3: S3Options {
+            allow_http: args.allow_http,
+            retry_timeout: std::time::Duration::try_from_secs_f64(args.retry_seconds).map_err(
+                |_| {
+                    format!(
+                        "--retry-seconds takes a number of seconds, not {}",
+                        args.retry_seconds
+                    )
+                },
+            )?,
+            ..Default::default()
+        },
     };
     if !ngff {
         if let Some(flag) = [
@@ -656,6 +681,15 @@ fn report(summary: &Summary, busy: f64, output: Option<&PathBuf>) -> Result<(), 
             "  stored {:.3} GB in {} files ({:.2}x smaller); {} writer threads spent {:.2} s of CPU encoding and {:.2} s writing; {} chunks of fill alone left out\n",
             sink.stored_bytes as f64 / 1e9, sink.files, summary.bytes as f64 / (sink.stored_bytes.max(1)) as f64,
             sink.threads, sink.encode_seconds, sink.write_seconds, sink.omitted_chunks
+        ))?;
+    }
+    let (uploaded, requests) = (sink.uploaded_bytes, sink.requests);
+    if requests > 0 {
+        let gb = uploaded as f64 / 1e9;
+        say(format_args!(
+            "  uploaded {gb:.3} GB in {requests} requests ({:.0} requests per GB), {:.2} GB/s of upload\n",
+            requests as f64 / gb.max(1e-9),
+            gb / busy.max(1e-9)
         ))?;
     }
     for (k, level) in summary

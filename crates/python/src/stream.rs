@@ -192,6 +192,8 @@ fn summary_dict<'py>(py: Python<'py>, s: &Summary) -> PyResult<Bound<'py, PyDict
     d.set_item("encode_seconds", s.sink.encode_seconds)?;
     d.set_item("write_seconds", s.sink.write_seconds)?;
     d.set_item("writer_threads", s.sink.threads)?;
+    d.set_item("uploaded_bytes", s.sink.uploaded_bytes)?;
+    d.set_item("requests", s.sink.requests)?;
     let levels = pyo3::types::PyList::empty(py);
     for level in &s.levels {
         let l = PyDict::new(py);
@@ -325,6 +327,7 @@ impl Stream {
                         buffered_io,
                         writers,
                         overwrite,
+                        ..Default::default()
                     }),
                     pyramid,
                     ngff: ngff_options,

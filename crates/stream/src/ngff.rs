@@ -2,12 +2,9 @@
 //! `attributes.ome` (the axes and every level's scale), with one array per
 //! pyramid level (`0`, `1`, ...) under it, each written by a [`ZarrSink`].
 
-use std::path::Path;
-
 use serde_json::{json, Value};
 
-use crate::files::replace_atomically;
-use crate::zarr::prepare_directory;
+use crate::dest::Dest;
 use crate::{
     Backend, Method, MultiscaleStream, PyramidOptions, StreamError, StreamSpec, ZarrOptions,
     ZarrSink,
@@ -353,7 +350,7 @@ pub fn open_ngff(
     let halve = pyramid.halved(&spec)?;
     let levels = pyramid.level_specs(&spec)?.len();
     let root = zarr.path.clone();
-    prepare_directory(&root, zarr.overwrite)?;
+    let group = Dest::prepare(&root, &zarr)?;
     let names: Vec<String> = axes.iter().map(|a| a.name.clone()).collect();
     let stream = MultiscaleStream::new(spec, fill, backend, pyramid, |k, _| {
         Ok(Box::new(ZarrSink::new(ZarrOptions {
@@ -364,20 +361,20 @@ pub fn open_ngff(
         })))
     })?;
     write_group(
-        &root,
+        &group,
         &group_metadata(&axes, &scale, pyramid, &halve, levels),
     )?;
     Ok(stream)
 }
 
-fn write_group(root: &Path, metadata: &Value) -> Result<(), StreamError> {
+fn write_group(group: &Dest, metadata: &Value) -> Result<(), StreamError> {
     let fail = |e: Box<dyn std::error::Error + Send + Sync>| StreamError::Store {
         doing: "writing the OME-Zarr group metadata".into(),
-        path: root.to_owned(),
+        path: group.name().to_owned(),
         source: e,
     };
     let bytes = serde_json::to_vec_pretty(metadata).map_err(|e| fail(e.into()))?;
-    replace_atomically(&root.join("zarr.json"), &bytes, true).map_err(|e| fail(e.into()))
+    group.put_metadata("zarr.json", &bytes, true).map_err(fail)
 }
 
 /// What a stream writes: a Zarr store or nothing, with or without a

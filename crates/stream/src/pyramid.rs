@@ -544,6 +544,8 @@ impl MultiscaleStream {
             t.omitted_chunks += s.omitted_chunks;
             t.encode_seconds += s.encode_seconds;
             t.write_seconds += s.write_seconds;
+            t.uploaded_bytes += s.uploaded_bytes;
+            t.requests += s.requests;
             total.buffer_bytes += level.buffer_bytes;
             total.tiles += level.tiles;
         }

@@ -77,6 +77,12 @@ pub struct SinkStats {
     pub write_seconds: f64,
     /// Writer threads.
     pub threads: usize,
+    /// Bytes uploaded to object storage: the chunk and shard objects
+    /// completed and the metadata (0 for a local directory).
+    pub uploaded_bytes: u64,
+    /// Requests made to object storage (each `PUT`, part, multipart start,
+    /// completion and abort, listing and deletion; retries not counted).
+    pub requests: u64,
 }
 
 /// A sink that keeps nothing: for measuring the tiler alone.

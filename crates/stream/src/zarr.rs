@@ -1,7 +1,8 @@
 //! The Zarr v3 sink: every tile is one chunk, encoded straight from the
 //! epoch buffer on the writer threads and written as its own file or as an
 //! inner chunk of a `sharding_indexed` shard. `zarrs` makes the metadata and
-//! the codecs; the chunk and shard files are written by [`crate::files`].
+//! the codecs; the chunk and shard files go through [`crate::dest`]: to a
+//! local directory ([`crate::files`]) or to object storage ([`crate::object`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -10,10 +11,12 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 use zarrs::array::{Array, ArrayBuilder, FillValue};
-use zarrs::filesystem::FilesystemStore;
+use zarrs::storage::store::MemoryStore;
 
 use crate::codec::{Codec, Encoder};
-use crate::files::{direct_io_works, replace_atomically, Appended, Appender, BLOCK, STAGE_BYTES};
+use crate::dest::{is_object_store, Dest, DestError, Open, Writer};
+use crate::files::{BLOCK, STAGE_BYTES};
+use crate::object::{S3Options, PART_BYTES};
 use crate::plan::StreamPlan;
 use crate::shard::{index_bytes, ShardGrid, MISSING};
 use crate::sink::{Epoch, Sink, SinkStats};
@@ -37,7 +40,9 @@ pub const MAX_WRITERS: usize = 256;
 /// ```
 #[derive(Debug, Clone, Default)]
 pub struct ZarrOptions {
-    /// The directory of the store (created if missing).
+    /// The directory of the store (created if missing), or
+    /// `s3://BUCKET/PREFIX` for a store in S3-compatible object storage
+    /// (reached as [`S3Options`] and the `AWS_*` environment variables say).
     pub path: PathBuf,
     /// Compression of each chunk.
     pub codec: Codec,
@@ -58,8 +63,11 @@ pub struct ZarrOptions {
     /// (4 to 16) with it (compression keeps each writer on a core).
     pub writers: Option<usize>,
     /// Replace a Zarr store already at `path` (deleting it first). Without
-    /// it, a path that exists and is not an empty directory is refused.
+    /// it, a path that exists and is not an empty directory (or a prefix
+    /// holding objects) is refused.
     pub overwrite: bool,
+    /// How an `s3://` path is reached (ignored for a local directory).
+    pub s3: S3Options,
 }
 
 /// Writes epochs as Zarr v3 chunks or shards; the array's shape grows as
@@ -73,13 +81,16 @@ pub struct ZarrSink {
 /// An open store: its metadata, codec, file grid and the files of the row
 /// being written.
 struct Store {
-    array: Array<FilesystemStore>,
+    /// The metadata only: the chunks and shards are written by hand.
+    array: Array<MemoryStore>,
     encoder: Encoder,
     grid: ShardGrid,
     row: Option<(u64, Vec<ShardFile>)>,
     writers: rayon::ThreadPool,
     writer_count: usize,
-    direct: bool,
+    dest: Dest,
+    /// Parts of one object uploading at once.
+    parts_in_flight: usize,
     fill_pattern: Vec<u8>,
     counters: Counters,
     /// Bytes an open shard keeps between epochs rather than write in small pieces.
@@ -91,9 +102,16 @@ struct Store {
 /// of one small write per epoch.
 const HELD_BYTES: usize = 64 << 20;
 
+/// Bytes of parts the open objects of a row may have uploading at once, in all.
+const IN_FLIGHT_BYTES: usize = 256 << 20;
+
+/// Bytes of unfinished parts the open shards of a row may keep between
+/// epochs in object storage (a part goes up only when whole).
+const MAX_HELD_PARTS: u64 = 4 << 30;
+
 /// One open shard: its bytes so far and its index.
 struct ShardFile {
-    appended: Appended,
+    out: Open,
     index: Vec<[u64; 2]>,
 }
 
@@ -183,10 +201,24 @@ impl ZarrSink {
                 "a Zarr sink needs 1 to {MAX_WRITERS} writer threads, not {writers}"
             )));
         }
-        Ok((
-            ShardGrid::new(plan, self.options.shard.as_deref())?,
-            writers,
-        ))
+        let grid = ShardGrid::new(plan, self.options.shard.as_deref())?;
+        if is_object_store(&self.options.path) && grid.depth() > 1 {
+            // an object is uploaded in whole parts: the unfinished part of
+            // every open shard stays in memory between epochs
+            let shard_bytes = plan
+                .tile_bytes()
+                .saturating_mul(grid.chunks_per_file() as u64);
+            let held =
+                (grid.files_per_row() as u64).saturating_mul(shard_bytes.min(PART_BYTES as u64));
+            if held > MAX_HELD_PARTS {
+                return Err(StreamError::Invalid(format!(
+                    "{} shards {} epochs deep would keep up to {held} bytes of unfinished upload parts in memory between epochs (at most {MAX_HELD_PARTS}); use shards one epoch deep, or fewer, larger shards",
+                    grid.files_per_row(),
+                    grid.depth()
+                )));
+            }
+        }
+        Ok((grid, writers))
     }
 
     /// The array's metadata (shape 0 along the first dimension).
@@ -196,7 +228,7 @@ impl ZarrSink {
         fill: &[u8],
         grid: &ShardGrid,
         encoder: &Encoder,
-    ) -> Result<Array<FilesystemStore>, StreamError> {
+    ) -> Result<Array<MemoryStore>, StreamError> {
         let path = &self.options.path;
         let spec = plan.spec();
         let mut shape = spec.shape().to_vec();
@@ -220,11 +252,8 @@ impl ZarrSink {
         if let Some(names) = &self.options.dimension_names {
             builder.dimension_names(Some(names.clone()));
         }
-        let store = Arc::new(
-            FilesystemStore::new(path).map_err(|e| Self::fail(path, "opening the store", e))?,
-        );
         builder
-            .build(store, "/")
+            .build(Arc::new(MemoryStore::new()), "/")
             .map_err(|e| Self::fail(path, "creating the array", e))
     }
 }
@@ -277,7 +306,8 @@ fn default_writers(codec: Codec) -> usize {
 impl Store {
     /// Sets the array's first extent to `planes` and replaces `zarr.json`
     /// (`durable`: synced to the disk).
-    fn claim(&mut self, root: &Path, planes: u64, durable: bool) -> Result<(), StreamError> {
+    fn claim(&mut self, planes: u64, durable: bool) -> Result<(), StreamError> {
+        let root = self.dest.name();
         let mut shape = self.array.shape().to_vec();
         shape[0] = planes;
         self.array
@@ -285,8 +315,15 @@ impl Store {
             .map_err(|e| ZarrSink::fail(root, "resizing the array", e))?;
         let json = serde_json::to_vec_pretty(self.array.metadata())
             .map_err(|e| ZarrSink::fail(root, "writing the array metadata", e))?;
-        replace_atomically(&root.join("zarr.json"), &json, durable)
-            .map_err(|e| ZarrSink::fail(root, "writing the array metadata", e))
+        self.dest
+            .put_metadata("zarr.json", &json, durable)
+            .map_err(|e| ZarrSink::fail(root, "writing the array metadata zarr.json", e))
+    }
+
+    /// The error of writing `what` (a chunk or shard key).
+    fn io(&self, what: &str) -> impl Fn(DestError) -> StreamError + '_ {
+        let doing = format!("writing {what}");
+        move |e| ZarrSink::fail(self.dest.name(), &doing, e)
     }
 
     /// Whether `tile` holds nothing but the fill value.
@@ -315,17 +352,16 @@ impl Store {
     }
 
     /// Writes one tile as its own chunk file (none for a chunk of fill alone).
-    fn write_chunk(&self, root: &Path, key: &str, tile: &[u8]) -> Result<(), StreamError> {
+    fn write_chunk(&self, key: &str, tile: &[u8]) -> Result<(), StreamError> {
         let Some(bytes) = self.encode(tile)? else {
             return Ok(());
         };
-        let path = root.join(key);
-        let io = |e| ZarrSink::fail(root, &format!("writing chunk {key}"), e);
+        let io = self.io(&format!("chunk {key}"));
         let started = Instant::now();
-        let mut appended = Appended::default();
-        let mut file = Appender::open(&path, self.direct, &mut appended).map_err(io)?;
-        file.push(&bytes).map_err(io)?;
-        file.close().map_err(io)?;
+        let mut open = self.dest.fresh(key, self.parts_in_flight);
+        let mut file = self.dest.writer(&mut open).map_err(&io)?;
+        file.push(&bytes).map_err(&io)?;
+        file.close().map_err(&io)?;
         Counters::add_time(&self.counters.write_nanos, started);
         self.count_file(bytes.len() as u64);
         Ok(())
@@ -344,7 +380,6 @@ impl Store {
 /// the shard paused or, with `close`, ended with its index.
 struct ShardWrite<'a> {
     store: &'a Store,
-    root: &'a Path,
     key: String,
     epoch: &'a Epoch<'a>,
     depth_pos: u64,
@@ -354,14 +389,9 @@ struct ShardWrite<'a> {
 
 impl ShardWrite<'_> {
     fn run(&self, file: usize, shard: &mut ShardFile) -> Result<(), StreamError> {
-        let io = |e| ZarrSink::fail(self.root, &format!("writing shard {}", self.key), e);
+        let io = self.store.io(&format!("shard {}", self.key));
         let members = self.store.grid.members(file, self.depth_pos);
-        let mut out = Appender::open(
-            &self.root.join(&self.key),
-            self.store.direct,
-            &mut shard.appended,
-        )
-        .map_err(io)?;
+        let mut out = self.store.dest.writer(&mut shard.out).map_err(&io)?;
         for batch in members.chunks(self.window) {
             let encoded: Vec<_> = batch
                 .par_iter()
@@ -379,25 +409,24 @@ impl ShardWrite<'_> {
                 };
             }
             let parts: Vec<&[u8]> = encoded.iter().flatten().map(|b| &b[..]).collect();
-            out.push_all(&parts).map_err(io)?;
+            out.push_all(&parts).map_err(&io)?;
             Counters::add_time(&self.store.counters.write_nanos, started);
         }
-        finish_shard(self.store, out, &shard.index, self.close).map_err(io)
+        finish_shard(self.store, out, &shard.index, self.close).map_err(&io)
     }
 }
 
 /// Pauses a shard, or closes it with its index.
 fn finish_shard(
     store: &Store,
-    mut out: Appender<'_>,
+    mut out: Writer<'_>,
     index: &[[u64; 2]],
     close: bool,
-) -> std::io::Result<()> {
+) -> Result<(), DestError> {
     let started = Instant::now();
     let result = if close {
         out.push(&index_bytes(index))?;
-        let len = out.offset();
-        out.close().map(|()| store.count_file(len))
+        out.close().map(|len| store.count_file(len))
     } else {
         out.pause(store.hold)
     };
@@ -409,17 +438,21 @@ impl Sink for ZarrSink {
     fn begin(&mut self, plan: &StreamPlan, fill: &[u8]) -> Result<(), StreamError> {
         let (grid, writer_count) = self.check(plan)?;
         let encoder = Encoder::new(self.options.codec, plan.spec().dtype().size())?;
-        prepare_directory(&self.options.path, self.options.overwrite)?;
+        let array = self.build_array(plan, fill, &grid, &encoder)?;
         let path = self.options.path.clone();
         let writers = rayon::ThreadPoolBuilder::new()
             .num_threads(writer_count)
             .thread_name(|i| format!("retile-zarr-writer-{i}"))
             .build()
             .map_err(|e| Self::fail(&path, "starting the writer threads", e))?;
-        let direct = !self.options.buffered_io && direct_io_works(&path);
-        let array = self.build_array(plan, fill, &grid, &encoder)?;
+        let dest = Dest::prepare(&path, &self.options)?;
         let hold =
             (HELD_BYTES / grid.files_per_row().max(1)).clamp(BLOCK, STAGE_BYTES) / BLOCK * BLOCK;
+        let open_objects = match grid.sharded() {
+            true => grid.files_per_row(),
+            false => writer_count,
+        };
+        let parts_in_flight = (IN_FLIGHT_BYTES / PART_BYTES / open_objects.max(1)).clamp(1, 8);
         let mut store = Store {
             array,
             encoder,
@@ -427,18 +460,18 @@ impl Sink for ZarrSink {
             row: None,
             writers,
             writer_count,
-            direct,
+            dest,
+            parts_in_flight,
             fill_pattern: fill.repeat(64 / fill.len().max(1)),
             counters: Counters::default(),
             hold,
         };
-        store.claim(&path, 0, false)?;
+        store.claim(0, false)?;
         self.store = Some(store);
         Ok(())
     }
 
     fn write_epoch(&mut self, epoch: &Epoch<'_>) -> Result<(), StreamError> {
-        let root = self.options.path.clone();
         let store = self.store()?;
         let depth = store.grid.depth();
         let (row, depth_pos) = (epoch.index / depth, epoch.index % depth);
@@ -447,32 +480,29 @@ impl Sink for ZarrSink {
             !epoch.plan.spec().is_unbounded() && planes >= epoch.plan.spec().shape()[0];
         let close = depth_pos + 1 == depth || last_epoch;
         if store.grid.sharded() {
-            write_shards(store, &root, epoch, row, depth_pos, close)?;
+            write_shards(store, epoch, row, depth_pos, close)?;
         } else {
-            write_chunks(store, &root, epoch)?;
+            write_chunks(store, epoch)?;
         }
         if close {
-            store.claim(&root, planes, false)?;
+            store.claim(planes, false)?;
         }
         Ok(())
     }
 
     fn finish(&mut self, planes: u64) -> Result<(), StreamError> {
-        let root = self.options.path.clone();
         let store = self.store()?;
         if let Some((row, mut files)) = store.row.take() {
             let store = &*store;
             store.writers.install(|| {
                 files.par_iter_mut().enumerate().try_for_each(|(f, shard)| {
-                    let key = store.grid.key(row, f);
-                    let io = |e| ZarrSink::fail(&root, &format!("writing shard {key}"), e);
-                    let out = Appender::open(&root.join(&key), store.direct, &mut shard.appended)
-                        .map_err(io)?;
-                    finish_shard(store, out, &shard.index, true).map_err(io)
+                    let io = store.io(&format!("shard {}", store.grid.key(row, f)));
+                    let out = store.dest.writer(&mut shard.out).map_err(&io)?;
+                    finish_shard(store, out, &shard.index, true).map_err(&io)
                 })
             })?;
         }
-        store.claim(&root, planes, true)
+        store.claim(planes, true)
     }
 
     fn stats(&self) -> SinkStats {
@@ -481,7 +511,10 @@ impl Sink for ZarrSink {
         };
         let c = &store.counters;
         let seconds = |n: &AtomicU64| n.load(Ordering::Relaxed) as f64 / 1e9;
+        let (uploaded_bytes, requests) = store.dest.traffic();
         SinkStats {
+            uploaded_bytes,
+            requests,
             stored_bytes: c.stored_bytes.load(Ordering::Relaxed),
             files: c.files.load(Ordering::Relaxed),
             omitted_chunks: c.omitted.load(Ordering::Relaxed),
@@ -493,14 +526,14 @@ impl Sink for ZarrSink {
 }
 
 /// Writes every tile of `epoch` as its own chunk file.
-fn write_chunks(store: &Store, root: &Path, epoch: &Epoch<'_>) -> Result<(), StreamError> {
+fn write_chunks(store: &Store, epoch: &Epoch<'_>) -> Result<(), StreamError> {
     store.writers.install(|| {
         (0..store.grid.files_per_row())
             .into_par_iter()
             .try_for_each(|file| {
                 let member = store.grid.members(file, 0);
                 member.iter().try_for_each(|m| {
-                    store.write_chunk(root, &store.grid.key(epoch.index, file), epoch.tile(m.slot))
+                    store.write_chunk(&store.grid.key(epoch.index, file), epoch.tile(m.slot))
                 })
             })
     })
@@ -510,7 +543,6 @@ fn write_chunks(store: &Store, root: &Path, epoch: &Epoch<'_>) -> Result<(), Str
 /// shards at its first epoch and closing them with `close`.
 fn write_shards(
     store: &mut Store,
-    root: &Path,
     epoch: &Epoch<'_>,
     row: u64,
     depth_pos: u64,
@@ -519,8 +551,10 @@ fn write_shards(
     let mut files = match store.row.take() {
         Some((open, files)) if open == row => files,
         _ => (0..store.grid.files_per_row())
-            .map(|_| ShardFile {
-                appended: Appended::default(),
+            .map(|f| ShardFile {
+                out: store
+                    .dest
+                    .fresh(&store.grid.key(row, f), store.parts_in_flight),
                 index: vec![MISSING; store.grid.chunks_per_file()],
             })
             .collect(),
@@ -531,7 +565,6 @@ fn write_shards(
         files.par_iter_mut().enumerate().try_for_each(|(f, shard)| {
             ShardWrite {
                 store: store_ref,
-                root,
                 key: store_ref.grid.key(row, f),
                 epoch,
                 depth_pos,

@@ -16,6 +16,12 @@ class Stream:
 
         with retile.Stream("out.zarr", shape=(0, 480, 640), tile=(16, 128, 128), dtype="uint16") as s:
             s.append(frame)
+
+    ``output`` may be ``"s3://BUCKET/PREFIX"``: the store goes to S3-compatible
+    object storage reached as the ``AWS_*`` environment variables say
+    (``AWS_ENDPOINT_URL``, ``AWS_REGION``, ``AWS_ACCESS_KEY_ID``,
+    ``AWS_SECRET_ACCESS_KEY``; ``AWS_ALLOW_HTTP=true`` for a plain http
+    endpoint); the summary then counts ``uploaded_bytes`` and ``requests``.
     """
 
     def __init__(

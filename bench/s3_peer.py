@@ -1,0 +1,195 @@
+#!/usr/bin/env python3
+"""retile's S3 output beside acquire-zarr's, on the same frames, chunks and
+shards, into the same local S3 server (moto, started fresh on 127.0.0.1 for
+every run, so that no run inherits another's objects), in one run.
+
+Set up once (any directory outside the repository):
+    python3 -m venv /tmp/peers && /tmp/peers/bin/pip install acquire-zarr numpy zarr s3fs
+    python3 -m pip install "moto[server]"        # the server, run with python3
+Run:
+    /tmp/peers/bin/python bench/s3_peer.py target/release/retile /tmp/peerwork
+
+Prints GB/s of input end to end (best of PEER_RUNS interleaved runs), retile's
+ratio to acquire-zarr, and the requests each made per GB of input, counted
+in the server's log (every request it answered, retries included). retile's
+store is read back with zarr-python over s3fs and checked on three planes.
+"""
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import numpy as np
+import zarr
+import acquire_zarr as az
+
+retile, work = os.path.abspath(sys.argv[1]), sys.argv[2]
+planes = int(os.environ.get("PEER_PLANES", "128"))
+H = W = int(os.environ.get("PEER_SIZE", "2048"))
+SERVER_PYTHON = os.environ.get("MOTO_PYTHON", "python3")
+S3S_FS = os.environ.get("S3S_FS")
+BUCKET = "bench"
+os.makedirs(work, exist_ok=True)
+os.environ.update(AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing", AWS_REGION="us-east-1")
+
+# (name, chunk, shard (chunks per shard), codec)
+# 4 MiB shards go up as one PUT each from both writers; 128 MiB shards as
+# multipart uploads (acquire-zarr 0.10 crashes there against moto: reported)
+CASES = [
+    ("4 MiB shards, none", (32, 128, 128), (1, 2, 2), "none"),
+    ("4 MiB shards, blosc-lz4:1", (32, 128, 128), (1, 2, 2), "blosc-lz4:1"),
+    ("128 MiB shards, none", (64, 256, 256), (1, 4, 4), "none"),
+]
+
+
+def frames_file():
+    raw = os.path.join(work, f"frames-{planes}-{H}.raw")
+    if not os.path.exists(raw):
+        rng = np.random.default_rng(7)
+        yy, xx = np.mgrid[0:H, 0:W]
+        scene = (200 + 800 * (np.sin(yy / 97.0) * np.cos(xx / 61.0)) ** 2).astype(np.uint16)
+        with open(raw, "wb") as f:
+            for t in range(planes):
+                (scene + rng.integers(0, 64, size=(H, W), dtype=np.uint16) + (t % 50)).astype(np.uint16).tofile(f)
+    subprocess.run(["cat", raw], stdout=subprocess.DEVNULL, check=True)
+    return raw
+
+
+class Server:
+    """A fresh S3 server with an empty bucket; counts the requests it answered.
+    moto by default; with S3S_FS=/path/to/s3s-fs (`cargo install s3s-fs
+    --features binary`), s3s-fs (Rust, objects as files under the work
+    directory), which answers far faster than moto's Python."""
+
+    def __init__(self):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.log = os.path.join(work, "server.log")
+        self.endpoint = f"http://127.0.0.1:{self.port}"
+        if S3S_FS:
+            root = os.path.join(work, "s3s-root")
+            shutil.rmtree(root, ignore_errors=True)
+            os.makedirs(os.path.join(root, BUCKET))
+            self.proc = subprocess.Popen(["timeout", "1800", S3S_FS, "--host", "127.0.0.1", "--port", str(self.port),
+                                          "--access-key", "testing", "--secret-key", "testing", root],
+                                         stdout=open(self.log, "w"), stderr=subprocess.STDOUT,
+                                         env=dict(os.environ, RUST_LOG="s3s=debug"))
+            self.pattern = r"resolved route, op:"
+        else:
+            self.proc = subprocess.Popen(["timeout", "1800", SERVER_PYTHON, "-m", "moto.server", "-H", "127.0.0.1",
+                                          "-p", str(self.port)], stdout=subprocess.DEVNULL, stderr=open(self.log, "w"))
+            self.pattern = r'"(GET|PUT|POST|DELETE|HEAD) '
+        for _ in range(300):
+            try:
+                if S3S_FS:
+                    socket.create_connection(("127.0.0.1", self.port)).close()
+                else:
+                    urllib.request.urlopen(urllib.request.Request(f"{self.endpoint}/{BUCKET}", method="PUT")).read()
+                break
+            except OSError:
+                if self.proc.poll() is not None:
+                    sys.exit("the S3 server did not start: " + open(self.log).read()[-500:])
+                time.sleep(0.2)
+        self.before = self.requests()
+
+    def requests(self):
+        with open(self.log) as f:
+            return sum(1 for line in f if re.search(self.pattern, line))
+
+    def stop(self):
+        self.proc.kill()
+        self.proc.wait()
+
+
+def run_acquire(server, frames, chunk, shard, codec):
+    """acquire-zarr in a child process: a crash of it is reported, not ours."""
+    r = subprocess.run([sys.executable, __file__, retile, work, "--acquire", server.endpoint,
+                        ",".join(map(str, chunk)), ",".join(map(str, shard)), codec],
+                       capture_output=True, text=True, env=dict(os.environ, PEER_PLANES=str(planes), PEER_SIZE=str(H)))
+    if r.returncode:
+        return None, f"acquire-zarr failed (exit {r.returncode}): {(r.stderr.strip().splitlines() or ['?'])[-1]}"
+    return float(r.stdout.split()[-1]), None
+
+
+def acquire_child(endpoint, chunk, shard, codec):
+    kinds = [az.DimensionType.TIME, az.DimensionType.SPACE, az.DimensionType.SPACE]
+    dims = [az.Dimension(name=n, kind=k, array_size_px=s, chunk_size_px=c, shard_size_chunks=k_)
+            for n, k, s, c, k_ in zip("tyx", kinds, (0, H, W), chunk, shard)]
+    comp = None
+    if codec != "none":
+        name, level = codec.split(":")
+        comp = az.CompressionSettings(compressor=az.Compressor.BLOSC1, level=int(level), shuffle=1,
+                                      codec=az.CompressionCodec.BLOSC_ZSTD if name == "blosc-zstd" else az.CompressionCodec.BLOSC_LZ4)
+    arr = az.ArraySettings(dimensions=dims, data_type=az.DataType.UINT16, compression=comp)
+    s3 = az.S3Settings(endpoint=endpoint, bucket_name=BUCKET, region="us-east-1")
+    t = time.perf_counter()
+    s = az.ZarrStream(az.StreamSettings(arrays=[arr], store_path="acquire.zarr", s3=s3, overwrite=True))
+    for i in range(planes):
+        s.append(frames[i])
+    s.close()
+    print(time.perf_counter() - t)
+
+
+def run_retile(server, raw, chunk, shard, codec):
+    cmd = [retile, "stream", "--shape", f"0,{H},{W}", "--tile", ",".join(map(str, chunk)), "--dtype", "u16",
+           "--input", raw, "--output", f"s3://{BUCKET}/retile.zarr", "--allow-http", "--codec", codec,
+           "--shard", ",".join(map(str, shard))]
+    env = dict(os.environ, AWS_ENDPOINT_URL=server.endpoint)
+    t = time.perf_counter()
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if r.returncode:
+        return None, f"retile failed: {r.stderr.strip()}"
+    return time.perf_counter() - t, None
+
+
+def check_retile(server):
+    a = zarr.open_array(f"s3://{BUCKET}/retile.zarr", mode="r", storage_options={"endpoint_url": server.endpoint})
+    ok = a.shape == (planes, H, W) and all(np.array_equal(a[t], frames[t]) for t in (0, planes // 2, planes - 1))
+    if not ok:
+        sys.exit("retile's store does not read back as the frames")
+
+
+if len(sys.argv) > 3 and sys.argv[3] == "--acquire":
+    frames = np.memmap(os.path.join(work, f"frames-{planes}-{H}.raw"), dtype=np.uint16, mode="r", shape=(planes, H, W))
+    ints = lambda t: tuple(int(x) for x in t.split(","))
+    acquire_child(sys.argv[4], ints(sys.argv[5]), ints(sys.argv[6]), sys.argv[7])
+    sys.exit(0)
+
+raw = frames_file()
+frames = np.memmap(raw, dtype=np.uint16, mode="r", shape=(planes, H, W))
+gb = planes * H * W * 2 / 1e9
+server_name = "s3s-fs" if S3S_FS else "moto"
+print(f"{planes} frames of {H}x{W} u16 ({gb:.2f} GB), page-cached, into {server_name} on 127.0.0.1 (a fresh server each run)")
+for name, chunk, shard, codec in CASES:
+    best, per_gb, failed = {}, {}, {}
+    for _ in range(int(os.environ.get("PEER_RUNS", "2"))):
+        for who in ("retile", "acquire-zarr"):
+            server = Server()
+            try:
+                run = run_retile if who == "retile" else run_acquire
+                dt, why = run(server, raw if who == "retile" else frames, chunk, shard, codec)
+                time.sleep(0.5)  # the log's last lines
+                if why:
+                    failed[who] = why
+                    continue
+                per_gb[who] = (server.requests() - server.before) / gb
+                if who == "retile":
+                    check_retile(server)
+            finally:
+                server.stop()
+            best[who] = max(best.get(who, 0.0), gb / dt)
+    if "retile" not in best:
+        sys.exit(failed["retile"])
+    r = best["retile"]
+    line = f"{name:28s} retile {r:5.2f} GB/s, {per_gb['retile']:.0f} requests per GB"
+    if "acquire-zarr" in best:
+        a = best["acquire-zarr"]
+        line += f"  | acquire-zarr {a:5.2f} GB/s, {per_gb['acquire-zarr']:.0f} requests per GB  | ratio {r / a:5.2f}"
+    else:
+        line += f"  | {failed['acquire-zarr']}"
+    print(line)

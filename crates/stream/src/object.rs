@@ -1,0 +1,480 @@
+//! Zarr stores in S3-compatible object storage, through the `object_store`
+//! crate: chunks and small shards go up as one `PUT` each; an object of a
+//! part or more ([`PART_BYTES`]) as a multipart upload fed as its epochs
+//! land, a few parts in flight, completed when the object is closed (a
+//! shard: with its index) and aborted if anything fails or the stream is
+//! dropped first. Requests are retried with exponential backoff on
+//! throttling, server errors and dropped connections; one that keeps
+//! failing fails the stream with its key and the server's answer.
+//!
+//! `object_store` is async: each store runs a small tokio runtime of its
+//! own, and the sink's threads wait on it.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::TryStreamExt;
+use object_store::aws::{AmazonS3, AmazonS3Builder, AmazonS3ConfigKey};
+use object_store::path::Path as Key;
+use object_store::{
+    BackoffConfig, ClientConfigKey, MultipartUpload, ObjectStore, ObjectStoreExt, PutPayload,
+    RetryConfig,
+};
+use tokio::task::JoinSet;
+
+use crate::dest::DestError;
+use crate::StreamError;
+
+/// Bytes of one part of a multipart upload (S3 takes 5 MiB to 5 GiB, all
+/// parts but the last of one size); an object smaller than one part is
+/// uploaded with a single `PUT`.
+pub const PART_BYTES: usize = 8 << 20;
+
+/// How long an abandoned multipart upload may take to abort before it is
+/// left to the bucket's lifecycle rules.
+const ABORT_WAIT: Duration = Duration::from_secs(5);
+
+/// Threads of each store's runtime: they only wait on the network.
+const RUNTIME_THREADS: usize = 4;
+
+/// How a store in object storage is reached; the endpoint, region and
+/// credentials come from the standard `AWS_*` environment variables
+/// (`AWS_ENDPOINT_URL`, `AWS_REGION`, `AWS_ACCESS_KEY_ID`,
+/// `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, `AWS_ALLOW_HTTP`, ...).
+///
+/// ```
+/// let s3 = retile_stream::S3Options { allow_http: true, ..Default::default() };
+/// assert_eq!(s3.retries, 10);
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct S3Options {
+    /// Allow a plain `http://` endpoint (data and signatures unencrypted);
+    /// also allowed by `AWS_ALLOW_HTTP=true`.
+    pub allow_http: bool,
+    /// Retries of a request refused for throttling (429, 503 `SlowDown`),
+    /// a server error or a dropped connection, with exponential backoff.
+    pub retries: usize,
+    /// The longest time a request is retried for, from its first try.
+    pub retry_timeout: Duration,
+    /// The first backoff between tries (it doubles, up to 15 s).
+    pub backoff: Duration,
+    /// Settings that take the place of the environment's, as
+    /// `object_store`'s S3 configuration keys name them (`aws_endpoint`,
+    /// `aws_region`, `aws_access_key_id`, `aws_secret_access_key`, ...):
+    /// for a program that writes to several stores, or takes its
+    /// settings from elsewhere.
+    pub config: Vec<(String, String)>,
+}
+
+impl Default for S3Options {
+    fn default() -> Self {
+        S3Options {
+            allow_http: false,
+            retries: 10,
+            retry_timeout: Duration::from_secs(120),
+            backoff: Duration::from_millis(100),
+            config: Vec::new(),
+        }
+    }
+}
+
+/// A store's prefix in a bucket, its client and its runtime.
+pub(crate) struct Bucket {
+    store: Arc<AmazonS3>,
+    prefix: String,
+    url: PathBuf,
+    runtime: tokio::runtime::Runtime,
+    uploaded: AtomicU64,
+    requests: AtomicU64,
+}
+
+/// What the server said, as one line (its XML answer cut to its code and
+/// message), saying what to change where it refused the credentials.
+fn explain(e: object_store::Error) -> DestError {
+    use object_store::Error as E;
+    let denied = matches!(e, E::PermissionDenied { .. } | E::Unauthenticated { .. });
+    let text = e.to_string();
+    let between = |open: &str, close: &str| {
+        let from = text.find(open)? + open.len();
+        let len = text[from..].find(close)?;
+        Some(text[from..from + len].to_owned())
+    };
+    let code = between("<Code>", "</Code>");
+    let mut line = match text.find("<?xml").or_else(|| text.find("<Error>")) {
+        Some(at) => text[..at].trim_end().trim_end_matches(':').to_owned(),
+        None => text.clone(),
+    };
+    if let Some(code) = &code {
+        let message = between("<Message>", "</Message>").unwrap_or_default();
+        line = format!("{line}; the server said {code}: {message}");
+    }
+    let line = line.split_whitespace().collect::<Vec<_>>().join(" ");
+    let credentials = [
+        "InvalidAccessKeyId",
+        "SignatureDoesNotMatch",
+        "AccessDenied",
+        "ExpiredToken",
+        "InvalidToken",
+        "InvalidSecurity",
+    ];
+    let refused = denied
+        || text.contains("403 Forbidden")
+        || text.contains("401 Unauthorized")
+        || code.as_deref().is_some_and(|c| credentials.contains(&c));
+    match refused {
+        true => format!("the server refused the credentials (check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN and the bucket's policy): {line}").into(),
+        false => line.into(),
+    }
+}
+
+impl Bucket {
+    /// A client for `url` (`BUCKET/PREFIX`, without `s3://`), configured
+    /// from the environment and `options`.
+    pub fn connect(url: &str, options: &S3Options) -> Result<Bucket, StreamError> {
+        let (bucket, prefix) = url.split_once('/').unwrap_or((url, ""));
+        let prefix = prefix.trim_matches('/').to_owned();
+        let full = PathBuf::from(format!("s3://{url}"));
+        let invalid = |m: String| Err(StreamError::Invalid(m));
+        if bucket.is_empty() {
+            return invalid(format!(
+                "{}: an object store is written as s3://BUCKET/PREFIX",
+                full.display()
+            ));
+        }
+        let mut builder = AmazonS3Builder::from_env()
+            .with_bucket_name(bucket)
+            .with_retry(RetryConfig {
+                backoff: BackoffConfig {
+                    init_backoff: options.backoff,
+                    max_backoff: Duration::from_secs(15),
+                    base: 2.0,
+                },
+                max_retries: options.retries,
+                retry_timeout: options.retry_timeout,
+            });
+        for (key, value) in &options.config {
+            let key: AmazonS3ConfigKey = key.to_ascii_lowercase().parse().map_err(|_| {
+                StreamError::Invalid(format!(
+                    "'{key}' is not an S3 setting (use e.g. aws_endpoint, aws_region, aws_access_key_id)"
+                ))
+            })?;
+            builder = builder.with_config(key, value);
+        }
+        if options.allow_http {
+            builder = builder.with_config(
+                AmazonS3ConfigKey::Client(ClientConfigKey::AllowHttp),
+                "true",
+            );
+        }
+        let endpoint = builder
+            .get_config_value(&AmazonS3ConfigKey::Endpoint)
+            .unwrap_or_default();
+        let http_allowed = builder
+            .get_config_value(&AmazonS3ConfigKey::Client(ClientConfigKey::AllowHttp))
+            .is_some_and(|v| v.eq_ignore_ascii_case("true") || v == "1");
+        if endpoint.starts_with("http://") && !http_allowed {
+            return invalid(format!(
+                "the endpoint {endpoint} is plain http (unencrypted): allow it with --allow-http (or AWS_ALLOW_HTTP=true), or use https"
+            ));
+        }
+        let signed = builder
+            .get_config_value(&AmazonS3ConfigKey::SkipSignature)
+            .is_none_or(|v| !v.eq_ignore_ascii_case("true"));
+        let has_key = builder
+            .get_config_value(&AmazonS3ConfigKey::AccessKeyId)
+            .is_some();
+        let other_credentials = [
+            "AWS_WEB_IDENTITY_TOKEN_FILE",
+            "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+            "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+        ]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some());
+        if signed && !has_key && !other_credentials {
+            return invalid(format!(
+                "{}: no credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_ENDPOINT_URL for a server other than AWS)",
+                full.display()
+            ));
+        }
+        let store = builder.build().map_err(|e| StreamError::Store {
+            doing: "configuring the S3 client".into(),
+            path: full.clone(),
+            source: explain(e),
+        })?;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(RUNTIME_THREADS)
+            .thread_name("retile-s3")
+            .enable_all()
+            .build()
+            .map_err(|e| StreamError::Store {
+                doing: "starting the upload threads".into(),
+                path: full.clone(),
+                source: e.into(),
+            })?;
+        Ok(Bucket {
+            store: Arc::new(store),
+            prefix,
+            url: full,
+            runtime,
+            uploaded: AtomicU64::new(0),
+            requests: AtomicU64::new(0),
+        })
+    }
+
+    /// `s3://BUCKET/PREFIX`.
+    pub fn url(&self) -> &Path {
+        &self.url
+    }
+
+    /// The object key of `key` under the prefix.
+    fn key(&self, key: &str) -> Key {
+        Key::from_iter(
+            self.prefix
+                .split('/')
+                .chain(key.split('/'))
+                .filter(|p| !p.is_empty()),
+        )
+    }
+
+    fn fail(&self, doing: String, e: DestError) -> StreamError {
+        StreamError::Store {
+            doing,
+            path: self.url.clone(),
+            source: e,
+        }
+    }
+
+    fn count(&self, requests: u64, bytes: u64) {
+        self.requests.fetch_add(requests, Ordering::Relaxed);
+        self.uploaded.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    /// Bytes uploaded (objects completed) and requests made.
+    pub fn traffic(&self) -> (u64, u64) {
+        (
+            self.uploaded.load(Ordering::Relaxed),
+            self.requests.load(Ordering::Relaxed),
+        )
+    }
+
+    /// Checks that nothing is stored under the prefix, or deletes the
+    /// Zarr store there with `overwrite` (refusing to delete what is not one).
+    pub fn prepare(&self, overwrite: bool) -> Result<(), StreamError> {
+        let prefix = self.key("");
+        let store = &self.store;
+        let listing = |doing: &str, e| self.fail(doing.into(), explain(e));
+        self.count(1, 0);
+        let first = self
+            .runtime
+            .block_on(async { store.list(Some(&prefix)).try_next().await })
+            .map_err(|e| listing("looking for a store already there", e))?;
+        if first.is_none() {
+            return Ok(());
+        }
+        let url = self.url.display();
+        if !overwrite {
+            return Err(StreamError::Invalid(format!(
+                "{url} already holds objects; choose a new prefix, or ask to overwrite it (the old store is deleted)"
+            )));
+        }
+        self.count(1, 0);
+        let is_zarr = self
+            .runtime
+            .block_on(store.head(&self.key("zarr.json")))
+            .map(|_| true)
+            .or_else(|e| match e {
+                object_store::Error::NotFound { .. } => Ok(false),
+                e => Err(e),
+            })
+            .map_err(|e| listing("looking for the old store's zarr.json", e))?;
+        if !is_zarr {
+            return Err(StreamError::Invalid(format!(
+                "{url} is not a Zarr store (it has no zarr.json); refusing to delete it"
+            )));
+        }
+        let deleted = self
+            .runtime
+            .block_on(async {
+                let keys = store.list(Some(&prefix)).map_ok(|m| m.location);
+                let deleted: Vec<Key> = store.delete_stream(Box::pin(keys)).try_collect().await?;
+                Ok::<_, object_store::Error>(deleted.len())
+            })
+            .map_err(|e| listing("deleting the old store", e))?;
+        self.count(deleted as u64, 0);
+        Ok(())
+    }
+
+    /// Uploads `key` whole with one `PUT`.
+    pub fn put(&self, key: &str, bytes: Vec<u8>) -> Result<(), DestError> {
+        let len = bytes.len() as u64;
+        self.count(1, 0);
+        self.runtime
+            .block_on(self.store.put(&self.key(key), PutPayload::from(bytes)))
+            .map_err(explain)?;
+        self.count(0, len);
+        Ok(())
+    }
+}
+
+/// One object being written: the bytes of its unfinished part, and its
+/// multipart upload once it has a whole part.
+pub(crate) struct Upload {
+    bucket: Arc<Bucket>,
+    key: String,
+    pending: Vec<u8>,
+    offset: u64,
+    multipart: Option<Multipart>,
+    in_flight: usize,
+}
+
+/// A multipart upload and its parts in flight.
+struct Multipart {
+    /// In a mutex only to be `Sync` (the sink's store is shared by its
+    /// writer threads); always reached through `&mut`, never locked.
+    upload: std::sync::Mutex<Box<dyn MultipartUpload>>,
+    parts: JoinSet<object_store::Result<()>>,
+}
+
+impl Upload {
+    /// An empty object at `key`, keeping at most `in_flight` parts
+    /// uploading at once.
+    pub fn new(bucket: &Arc<Bucket>, key: &str, in_flight: usize) -> Upload {
+        Upload {
+            bucket: bucket.clone(),
+            key: key.to_owned(),
+            pending: Vec::new(),
+            offset: 0,
+            multipart: None,
+            in_flight: in_flight.max(1),
+        }
+    }
+
+    /// The offset the next pushed byte lands at.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// Appends `bytes`; every whole part goes up once a byte after it is
+    /// pushed (an object of one part or less is one `PUT`).
+    pub fn push(&mut self, mut bytes: &[u8]) -> Result<(), DestError> {
+        self.offset += bytes.len() as u64;
+        while !bytes.is_empty() {
+            if self.pending.len() == PART_BYTES {
+                let part = std::mem::take(&mut self.pending);
+                self.send(part)?;
+            }
+            let n = (PART_BYTES - self.pending.len()).min(bytes.len());
+            if self.pending.capacity() == 0 {
+                self.pending.reserve_exact(n);
+            }
+            self.pending.extend_from_slice(&bytes[..n]);
+            bytes = &bytes[n..];
+        }
+        Ok(())
+    }
+
+    /// Starts uploading `part`, the multipart upload first if need be, and
+    /// waits while more than `in_flight` parts are uploading.
+    fn send(&mut self, part: Vec<u8>) -> Result<(), DestError> {
+        let bucket = &*self.bucket;
+        if self.multipart.is_none() {
+            bucket.count(1, 0);
+            let upload = bucket
+                .runtime
+                .block_on(bucket.store.put_multipart(&bucket.key(&self.key)))
+                .map_err(explain)?;
+            self.multipart = Some(Multipart {
+                upload: std::sync::Mutex::new(upload),
+                parts: JoinSet::new(),
+            });
+        }
+        let Some(multipart) = self.multipart.as_mut() else {
+            return Err("the multipart upload was not started".into());
+        };
+        bucket.count(1, 0);
+        let uploading = upload_of(&mut multipart.upload).put_part(PutPayload::from(part));
+        multipart.parts.spawn_on(uploading, bucket.runtime.handle());
+        while multipart.parts.len() > self.in_flight {
+            bucket
+                .runtime
+                .block_on(multipart.parts.join_next())
+                .map_or(Ok(()), |joined| {
+                    joined.map_err(DestError::from)?.map_err(explain)
+                })?;
+        }
+        Ok(())
+    }
+
+    /// Ends the object: one `PUT` of its bytes, or the last part and the
+    /// completion of its multipart upload (aborted if a part failed).
+    /// Returns its length.
+    pub fn close(&mut self) -> Result<u64, DestError> {
+        let bytes = std::mem::take(&mut self.pending);
+        if self.multipart.is_none() {
+            self.bucket.put(&self.key, bytes)?;
+            return Ok(self.offset);
+        }
+        if !bytes.is_empty() {
+            self.send(bytes)?;
+        }
+        let Some(mut multipart) = self.multipart.take() else {
+            return Err("the multipart upload was not started".into());
+        };
+        let bucket = &*self.bucket;
+        let finished = bucket.runtime.block_on(async {
+            while let Some(joined) = multipart.parts.join_next().await {
+                joined.map_err(DestError::from)?.map_err(explain)?;
+            }
+            upload_of(&mut multipart.upload)
+                .complete()
+                .await
+                .map_err(explain)
+        });
+        bucket.count(1, 0);
+        match finished {
+            Ok(_) => {
+                bucket.count(0, self.offset);
+                Ok(self.offset)
+            }
+            Err(e) => {
+                self.multipart = Some(multipart);
+                self.abort();
+                Err(e)
+            }
+        }
+    }
+
+    /// Stops the parts in flight and aborts the multipart upload, waiting
+    /// a few seconds at most (a dead server is not waited for).
+    fn abort(&mut self) {
+        let Some(mut multipart) = self.multipart.take() else {
+            return;
+        };
+        multipart.parts.abort_all();
+        let bucket = &*self.bucket;
+        bucket.count(1, 0);
+        let aborting = async move {
+            let _ =
+                tokio::time::timeout(ABORT_WAIT, upload_of(&mut multipart.upload).abort()).await;
+        };
+        match tokio::runtime::Handle::try_current() {
+            // inside an async context a runtime cannot be waited on: the abort goes on its own
+            Ok(_) => drop(bucket.runtime.spawn(aborting)),
+            Err(_) => bucket.runtime.block_on(aborting),
+        }
+    }
+}
+
+/// The upload in `m`, whether or not a thread panicked holding it.
+fn upload_of(m: &mut std::sync::Mutex<Box<dyn MultipartUpload>>) -> &mut Box<dyn MultipartUpload> {
+    m.get_mut()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl Drop for Upload {
+    fn drop(&mut self) {
+        self.abort();
+    }
+}

@@ -1,0 +1,874 @@
+//! Zarr stores streamed into S3-compatible object storage: a real server
+//! (moto, `python3 -m pip install "moto[server]"`) started on 127.0.0.1 by
+//! each test, and every byte read back with `zarrs` from what the server
+//! holds. Without the server the tests say so and return, unless
+//! `RETILE_REQUIRE_S3=1` (CI), where that is a failure.
+
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures::TryStreamExt;
+use object_store::aws::{AmazonS3, AmazonS3Builder};
+use object_store::path::Path as Key;
+use object_store::{ObjectStore, ObjectStoreExt};
+use retile_stream::*;
+use zarrs::array::Array;
+use zarrs::filesystem::FilesystemStore;
+
+const BUCKET: &str = "retile-test";
+
+/// A moto S3 server on a free port of 127.0.0.1, stopped when dropped (and
+/// when this process ends: it exits when its standard input closes).
+struct Moto {
+    child: Child,
+    port: u16,
+    _log: tempfile::NamedTempFile,
+}
+
+fn free_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("a free port on 127.0.0.1");
+    listener.local_addr().expect("its address").port()
+}
+
+impl Moto {
+    /// Starts a server; `auth`: it checks signatures and knows no key,
+    /// so that every request is refused for its credentials.
+    fn start(auth: bool) -> Result<Moto, String> {
+        let port = free_port();
+        let script = "import sys, threading, os\n\
+threading.Thread(target=lambda: (sys.stdin.read(), os._exit(0)), daemon=True).start()\n\
+from moto.server import main\n\
+main(['-H', '127.0.0.1', '-p', sys.argv[1]])\n";
+        let log = tempfile::NamedTempFile::new().map_err(|e| e.to_string())?;
+        let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
+        let mut command = Command::new(&python);
+        command
+            .args(["-c", script, &port.to_string()])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(log.reopen().map_err(|e| e.to_string())?);
+        if auth {
+            command.env("INITIAL_NO_AUTH_ACTION_COUNT", "0");
+        }
+        let child = command
+            .spawn()
+            .map_err(|e| format!("cannot run {python}: {e}"))?;
+        let mut moto = Moto {
+            child,
+            port,
+            _log: log,
+        };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                return Ok(moto);
+            }
+            if let Ok(Some(status)) = moto.child.try_wait() {
+                let said = std::fs::read_to_string(moto._log.path()).unwrap_or_default();
+                let tail: Vec<&str> = said.lines().rev().take(3).collect();
+                return Err(format!(
+                    "moto_server exited ({status}): {}",
+                    tail.into_iter().rev().collect::<Vec<_>>().join(" / ")
+                ));
+            }
+            if Instant::now() > deadline {
+                return Err("moto_server did not listen within 60 s".into());
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// Makes a bucket with a plain request (moto takes unsigned ones).
+    fn create_bucket(&self, name: &str) {
+        let answer = raw_request(self.port, "PUT", &format!("/{name}"));
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    }
+
+    /// A client of this server, as a reader would make one.
+    fn client(&self) -> AmazonS3 {
+        AmazonS3Builder::new()
+            .with_endpoint(self.endpoint())
+            .with_allow_http(true)
+            .with_bucket_name(BUCKET)
+            .with_region("us-east-1")
+            .with_access_key_id("testing")
+            .with_secret_access_key("testing")
+            .build()
+            .expect("a client")
+    }
+}
+
+impl Drop for Moto {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn raw_request(port: u16, method: &str, target: &str) -> String {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("the server");
+    write!(
+        s,
+        "{method} {target} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    )
+    .expect("a request");
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).expect("an answer");
+    answer
+}
+
+/// The server with a bucket, or `None` (and why, on stderr) where moto
+/// cannot be started; with `RETILE_REQUIRE_S3=1` that is a failure.
+fn moto(auth: bool) -> Option<Moto> {
+    match Moto::start(auth) {
+        Ok(m) => {
+            if !auth {
+                m.create_bucket(BUCKET);
+            }
+            Some(m)
+        }
+        Err(why) => {
+            let required = std::env::var("RETILE_REQUIRE_S3").is_ok_and(|v| v == "1");
+            assert!(
+                !required,
+                "RETILE_REQUIRE_S3=1 but the S3 server did not start: {why}"
+            );
+            eprintln!("S3 tests did not run: {why} (install the server with python3 -m pip install \"moto[server]\")");
+            None
+        }
+    }
+}
+
+/// Settings for `endpoint`, retrying briefly.
+fn s3(endpoint: &str) -> S3Options {
+    S3Options {
+        allow_http: true,
+        retries: 4,
+        retry_timeout: Duration::from_secs(10),
+        backoff: Duration::from_millis(20),
+        config: [
+            ("aws_endpoint", endpoint),
+            ("aws_region", "us-east-1"),
+            ("aws_access_key_id", "testing"),
+            ("aws_secret_access_key", "testing"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect(),
+    }
+}
+
+fn values(n: u64) -> Vec<u16> {
+    (0..n).map(|i| (i * 7 + i / 13 + 1) as u16).collect()
+}
+
+fn to_bytes(v: &[u16]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+/// The key of `name` under `prefix` (either may be empty).
+fn key(prefix: &str, name: &str) -> Key {
+    Key::from_iter(
+        prefix
+            .split('/')
+            .chain(name.split('/'))
+            .filter(|p| !p.is_empty()),
+    )
+}
+
+fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime")
+        .block_on(f)
+}
+
+/// Every object under `prefix`: its key below the prefix, size and etag.
+fn objects(client: &AmazonS3, prefix: &str) -> Vec<(String, u64, String)> {
+    let prefix = key(prefix, "");
+    let listed: Vec<_> =
+        block_on(client.list(Some(&prefix)).try_collect::<Vec<_>>()).expect("a listing");
+    let mut out: Vec<_> = listed
+        .into_iter()
+        .map(|m| {
+            let key = m.location.as_ref()[prefix.as_ref().len()..]
+                .trim_start_matches('/')
+                .to_owned();
+            (key, m.size, m.e_tag.unwrap_or_default())
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// Downloads the store under `prefix` into `dir` and reads it with zarrs.
+fn read_back(client: &AmazonS3, prefix: &str, dir: &Path) -> (Vec<u64>, Vec<u16>) {
+    for (name, _, _) in objects(client, prefix) {
+        let bytes = block_on(async { client.get(&key(prefix, &name)).await?.bytes().await })
+            .expect("an object");
+        let path = dir.join(&name);
+        std::fs::create_dir_all(path.parent().expect("a parent")).expect("a directory");
+        std::fs::write(&path, &bytes).expect("a file");
+    }
+    let store = Arc::new(FilesystemStore::new(dir).expect("a store"));
+    let array = Array::open(store, "/").expect("the array");
+    let read: Vec<u16> = array
+        .retrieve_array_subset(&array.subset_all())
+        .expect("the array's elements");
+    (array.shape().to_vec(), read)
+}
+
+/// Asserts that `read` is `data`, saying how many elements differ and the
+/// first of them rather than printing both.
+fn assert_same(read: &[u16], data: &[u16], what: &str) {
+    assert_eq!(read.len(), data.len(), "{what}: lengths differ");
+    let wrong: Vec<usize> = (0..read.len()).filter(|&i| read[i] != data[i]).collect();
+    assert!(
+        wrong.is_empty(),
+        "{what}: {} of {} elements differ, the first at {} ({} read, {} written)",
+        wrong.len(),
+        read.len(),
+        wrong[0],
+        read[wrong[0]],
+        data[wrong[0]]
+    );
+}
+
+/// The array's first extent as its `zarr.json` claims it.
+fn claimed_planes(client: &AmazonS3, prefix: &str) -> Option<u64> {
+    let bytes =
+        block_on(async { client.get(&key(prefix, "zarr.json")).await?.bytes().await }).ok()?;
+    let meta: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+    meta["shape"][0].as_u64()
+}
+
+/// Streams `planes` planes of `shape`/`tile` u16 into `options`, in pieces of `piece` bytes.
+fn stream(
+    shape: Vec<u64>,
+    planes: u64,
+    tile: Vec<u64>,
+    options: ZarrOptions,
+    piece: usize,
+) -> Result<(Summary, Vec<u16>), StreamError> {
+    let mut dims = shape.clone();
+    dims[0] = planes;
+    let data = values(dims.iter().product());
+    let spec = StreamSpec::new(DType::U16, shape, tile)?;
+    let mut s = TileStream::new(
+        spec,
+        &0u16.to_le_bytes(),
+        2,
+        Box::new(ZarrSink::new(options)),
+    )?;
+    for p in to_bytes(&data).chunks(piece) {
+        s.append(p)?;
+    }
+    Ok((s.finish()?, data))
+}
+
+fn options(url: &str, s3: S3Options) -> ZarrOptions {
+    ZarrOptions {
+        path: url.into(),
+        s3,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn unsharded_zstd_stream_grows_and_reads_back_identically() {
+    let Some(moto) = moto(false) else { return };
+    let opts = ZarrOptions {
+        codec: Codec::Zstd(3),
+        dimension_names: Some(vec!["t".into(), "y".into(), "x".into()]),
+        ..options(&format!("s3://{BUCKET}/a/b.zarr"), s3(&moto.endpoint()))
+    };
+    let (summary, data) = stream(vec![0, 16, 20], 7, vec![3, 8, 8], opts, 1001).unwrap();
+    let client = moto.client();
+    let dir = tempfile::tempdir().unwrap();
+    let (shape, read) = read_back(&client, "a/b.zarr", dir.path());
+    assert_eq!(shape, vec![7, 16, 20]);
+    assert_same(&read, &data, "read back");
+    // 3 rows of 2 x 3 chunks, each one PUT, and the metadata
+    let keys: Vec<String> = objects(&client, "a/b.zarr")
+        .into_iter()
+        .map(|o| o.0)
+        .collect();
+    assert_eq!(keys.len(), 3 * 6 + 1, "{keys:?}");
+    assert!(keys.contains(&"c/2/1/2".to_string()), "{keys:?}");
+    assert_eq!(summary.sink.files, 18);
+    assert!(summary.sink.requests >= 18 + 4, "{:?}", summary.sink);
+    assert!(
+        summary.sink.uploaded_bytes > summary.sink.stored_bytes,
+        "{:?}",
+        summary.sink
+    );
+}
+
+#[test]
+fn sharded_blosc_stream_of_deep_shards_reads_back_identically() {
+    let Some(moto) = moto(false) else { return };
+    let opts = ZarrOptions {
+        codec: "blosc-zstd:1".parse().unwrap(),
+        shard: Some(vec![3, 2, 2]),
+        ..options(&format!("s3://{BUCKET}/deep"), s3(&moto.endpoint()))
+    };
+    // 11 planes: 6 epochs of 2, shards 3 epochs deep, the last row cut short
+    let (summary, data) = stream(vec![0, 33, 40], 11, vec![2, 8, 8], opts, 777).unwrap();
+    let client = moto.client();
+    let dir = tempfile::tempdir().unwrap();
+    let (shape, read) = read_back(&client, "deep", dir.path());
+    assert_eq!(shape, vec![11, 33, 40]);
+    assert_same(&read, &data, "read back");
+    // 2 rows of 3 x 3 shards
+    assert_eq!(summary.sink.files, 18);
+}
+
+#[test]
+fn bounded_gzip_stream_at_the_bucket_root_reads_back_identically() {
+    let Some(moto) = moto(false) else { return };
+    let opts = ZarrOptions {
+        codec: "gzip:1".parse().unwrap(),
+        shard: Some(vec![1, 2, 1]),
+        ..options(&format!("s3://{BUCKET}"), s3(&moto.endpoint()))
+    };
+    let (_, data) = stream(vec![5, 9, 14], 5, vec![2, 4, 3], opts, 50).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (shape, read) = read_back(&moto.client(), "", dir.path());
+    assert_eq!(shape, vec![5, 9, 14]);
+    assert_same(&read, &data, "read back");
+}
+
+#[test]
+fn shards_of_several_parts_go_up_as_multipart_uploads() {
+    let Some(moto) = moto(false) else { return };
+    // 1 MiB tiles, shards of 3 x 2 x 2 tiles: 12 MiB, uploaded in 8 MiB parts
+    // as their three epochs land
+    let opts = ZarrOptions {
+        shard: Some(vec![3, 2, 2]),
+        ..options(&format!("s3://{BUCKET}/big"), s3(&moto.endpoint()))
+    };
+    let (summary, data) = stream(
+        vec![0, 512, 512],
+        8 * 3 * 2 + 5,
+        vec![8, 256, 256],
+        opts,
+        1 << 20,
+    )
+    .unwrap();
+    let client = moto.client();
+    let listed = objects(&client, "big");
+    let big: Vec<_> = listed
+        .iter()
+        .filter(|(_, size, _)| *size > PART_BYTES as u64)
+        .collect();
+    assert_eq!(big.len(), 2, "{listed:?}");
+    // S3 names a multipart object's etag after its parts: "<md5>-2"
+    assert!(
+        big.iter()
+            .all(|(_, _, etag)| etag.trim_matches('"').ends_with("-2")),
+        "{big:?}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let (shape, read) = read_back(&client, "big", dir.path());
+    assert_eq!(shape, vec![53, 512, 512]);
+    assert_same(&read, &data, "read back");
+    assert!(summary.sink.uploaded_bytes >= summary.sink.stored_bytes);
+}
+
+#[test]
+fn a_dropped_stream_aborts_its_multipart_uploads() {
+    let Some(moto) = moto(false) else { return };
+    let opts = ZarrOptions {
+        shard: Some(vec![16, 1, 1]),
+        ..options(&format!("s3://{BUCKET}/dropped"), s3(&moto.endpoint()))
+    };
+    let spec = StreamSpec::new(DType::U16, vec![0, 512, 512], vec![8, 256, 256]).unwrap();
+    let mut s = TileStream::new(spec, &[0, 0], 2, Box::new(ZarrSink::new(opts))).unwrap();
+    let uploads = || {
+        raw_request(moto.port, "GET", &format!("/{BUCKET}?uploads"))
+            .matches("<UploadId>")
+            .count()
+    };
+    // ten epochs of 1 MiB into each of 4 shards 16 epochs deep: every shard
+    // has a part up, none is complete
+    let data = to_bytes(&values(80 * 512 * 512));
+    for p in data.chunks(1 << 20) {
+        s.append(p).unwrap();
+    }
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while uploads() < 4 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(uploads(), 4, "the shards' multipart uploads should be open");
+    drop(s);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while uploads() > 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(
+        uploads(),
+        0,
+        "a dropped stream left multipart uploads behind"
+    );
+    assert_eq!(claimed_planes(&moto.client(), "dropped"), Some(0));
+}
+
+#[test]
+fn an_existing_store_is_refused_and_replaced_whole_with_overwrite() {
+    let Some(moto) = moto(false) else { return };
+    let url = format!("s3://{BUCKET}/again");
+    stream(
+        vec![0, 16, 16],
+        9,
+        vec![2, 8, 8],
+        options(&url, s3(&moto.endpoint())),
+        512,
+    )
+    .unwrap();
+    let err = stream(
+        vec![0, 16, 16],
+        2,
+        vec![2, 8, 8],
+        options(&url, s3(&moto.endpoint())),
+        512,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("already holds objects") && err.contains(&url),
+        "{err}"
+    );
+    let opts = ZarrOptions {
+        overwrite: true,
+        ..options(&url, s3(&moto.endpoint()))
+    };
+    let (_, data) = stream(vec![0, 16, 16], 2, vec![2, 8, 8], opts, 512).unwrap();
+    let client = moto.client();
+    let keys: Vec<String> = objects(&client, "again").into_iter().map(|o| o.0).collect();
+    assert_eq!(keys.len(), 4 + 1, "old chunks left behind: {keys:?}");
+    let dir = tempfile::tempdir().unwrap();
+    let (shape, read) = read_back(&client, "again", dir.path());
+    assert_eq!(shape, vec![2, 16, 16]);
+    assert_same(&read, &data, "read back");
+    // what is not a Zarr store is never deleted
+    block_on(client.put(&Key::from("notzarr/x"), vec![1u8].into())).unwrap();
+    let opts = ZarrOptions {
+        overwrite: true,
+        ..options(&format!("s3://{BUCKET}/notzarr"), s3(&moto.endpoint()))
+    };
+    let err = stream(vec![0, 16, 16], 2, vec![2, 8, 8], opts, 512)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("not a Zarr store"), "{err}");
+}
+
+#[test]
+fn a_pyramid_goes_up_as_an_ome_zarr_image() {
+    let Some(moto) = moto(false) else { return };
+    let spec = StreamSpec::new(DType::U16, vec![0, 64, 64], vec![4, 16, 16]).unwrap();
+    let output = Output {
+        zarr: Some(ZarrOptions {
+            shard: Some(vec![1, 2, 2]),
+            ..options(
+                &format!("s3://{BUCKET}/image.ome.zarr"),
+                s3(&moto.endpoint()),
+            )
+        }),
+        pyramid: Some(PyramidOptions::default()),
+        ngff: None,
+    };
+    let mut s = open_output(spec, &[0, 0], Backend::Cpu { threads: 1 }, &output).unwrap();
+    let data = values(8 * 64 * 64);
+    s.append(&to_bytes(&data)).unwrap();
+    let summary = s.finish().unwrap();
+    assert_eq!(summary.levels.len(), 3);
+    assert!(summary.sink.requests > 0);
+    let client = moto.client();
+    let keys: Vec<String> = objects(&client, "image.ome.zarr")
+        .into_iter()
+        .map(|o| o.0)
+        .collect();
+    for k in ["zarr.json", "0/zarr.json", "1/zarr.json", "2/zarr.json"] {
+        assert!(keys.contains(&k.to_string()), "{k} missing: {keys:?}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (shape, read) = read_back(&client, "image.ome.zarr/0", dir.path());
+    assert_eq!(shape, vec![8, 64, 64]);
+    assert_same(&read, &data, "level 0 read back");
+}
+
+/// A TCP relay to the server that can answer 503 `SlowDown` to the first
+/// request of `throttle` connections (every other one, from the first),
+/// and be cut (as a server that died).
+struct Relay {
+    port: u16,
+    cut: Arc<AtomicBool>,
+    refuse_chunks: Arc<AtomicBool>,
+    open: Arc<Mutex<Vec<TcpStream>>>,
+    throttled: Arc<AtomicUsize>,
+}
+
+impl Relay {
+    fn start(target: u16, throttle: usize) -> Relay {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let cut = Arc::new(AtomicBool::new(false));
+        let refuse_chunks = Arc::new(AtomicBool::new(false));
+        let open: Arc<Mutex<Vec<TcpStream>>> = Arc::default();
+        let throttled = Arc::new(AtomicUsize::new(0));
+        let (c, o, t, r) = (
+            cut.clone(),
+            open.clone(),
+            throttled.clone(),
+            refuse_chunks.clone(),
+        );
+        std::thread::spawn(move || {
+            for (n, conn) in listener.incoming().enumerate() {
+                if c.load(Ordering::SeqCst) {
+                    break;
+                }
+                let Ok(client) = conn else { continue };
+                if n < 2 * throttle && n % 2 == 0 {
+                    t.fetch_add(1, Ordering::SeqCst);
+                    std::thread::spawn(move || slow_down(client));
+                    continue;
+                }
+                if r.load(Ordering::SeqCst) {
+                    std::thread::spawn(move || refuse_chunk(client, target));
+                    continue;
+                }
+                let Ok(server) = TcpStream::connect(("127.0.0.1", target)) else {
+                    continue;
+                };
+                let mut open = o.lock().unwrap();
+                for s in [&client, &server] {
+                    if let Ok(s) = s.try_clone() {
+                        open.push(s);
+                    }
+                }
+                for (mut from, mut to) in [
+                    (client.try_clone().unwrap(), server.try_clone().unwrap()),
+                    (server, client),
+                ] {
+                    std::thread::spawn(move || {
+                        let _ = std::io::copy(&mut from, &mut to);
+                        let _ = to.shutdown(Shutdown::Write);
+                    });
+                }
+            }
+        });
+        Relay {
+            port,
+            cut,
+            refuse_chunks,
+            open,
+            throttled,
+        }
+    }
+
+    fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// Refuses every chunk or shard from now on (not the metadata).
+    fn refuse_chunks(&self) {
+        self.refuse_chunks.store(true, Ordering::SeqCst);
+        for s in self.open.lock().unwrap().drain(..) {
+            let _ = s.shutdown(Shutdown::Both);
+        }
+    }
+
+    /// Cuts every connection and refuses new ones.
+    fn cut(&self) {
+        self.cut.store(true, Ordering::SeqCst);
+        let _ = TcpStream::connect(("127.0.0.1", self.port));
+        for s in self.open.lock().unwrap().drain(..) {
+            let _ = s.shutdown(Shutdown::Both);
+        }
+    }
+}
+
+/// One request: its head (request line and headers) and body.
+fn read_request(client: &mut TcpStream) -> Option<(Vec<u8>, Vec<u8>)> {
+    let mut head = Vec::new();
+    let mut byte = [0u8];
+    while !head.ends_with(b"\r\n\r\n") {
+        match client.read(&mut byte) {
+            Ok(1) => head.push(byte[0]),
+            _ => return None,
+        }
+    }
+    let text = String::from_utf8_lossy(&head).to_ascii_lowercase();
+    let length: u64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0);
+    let mut body = Vec::new();
+    (&*client).take(length).read_to_end(&mut body).ok()?;
+    Some((head, body))
+}
+
+fn answer_error(client: &mut TcpStream, status: &str, code: &str, message: &str) {
+    let body = format!("<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>{code}</Code><Message>{message}</Message></Error>");
+    let _ = write!(
+        client,
+        "HTTP/1.1 {status}\r\nContent-Type: application/xml\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+}
+
+/// Reads one request and answers it as a throttled S3 does.
+fn slow_down(mut client: TcpStream) {
+    if read_request(&mut client).is_some() {
+        answer_error(
+            &mut client,
+            "503 Slow Down",
+            "SlowDown",
+            "Please reduce your request rate.",
+        );
+    }
+}
+
+/// Refuses a request for a chunk or shard (`.../c/...`) with a server
+/// error, as a failing disk behind the server would; passes anything else on.
+fn refuse_chunk(mut client: TcpStream, target: u16) {
+    let Some((head, body)) = read_request(&mut client) else {
+        return;
+    };
+    let line = String::from_utf8_lossy(&head)
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_owned();
+    if line.contains("/c/") {
+        return answer_error(
+            &mut client,
+            "500 Internal Server Error",
+            "InternalError",
+            "We encountered an internal error. Please try again.",
+        );
+    }
+    let Ok(mut server) = TcpStream::connect(("127.0.0.1", target)) else {
+        return;
+    };
+    // one request a connection: the relay reads no second one
+    let at = head.windows(2).position(|w| w == b"\r\n").unwrap_or(0) + 2;
+    let mut forwarded = head[..at].to_vec();
+    forwarded.extend_from_slice(b"Connection: close\r\n");
+    forwarded.extend_from_slice(&head[at..]);
+    forwarded.extend_from_slice(&body);
+    if server.write_all(&forwarded).is_ok() {
+        let _ = std::io::copy(&mut server, &mut client);
+    }
+}
+
+#[test]
+fn throttled_requests_are_retried() {
+    let Some(moto) = moto(false) else { return };
+    let relay = Relay::start(moto.port, 3);
+    let opts = ZarrOptions {
+        shard: Some(vec![2, 1, 2]),
+        codec: Codec::Zstd(1),
+        ..options(&format!("s3://{BUCKET}/throttled"), s3(&relay.endpoint()))
+    };
+    let (_, data) = stream(vec![0, 16, 40], 9, vec![2, 8, 8], opts, 640).unwrap();
+    assert!(relay.throttled.load(Ordering::SeqCst) > 0);
+    let dir = tempfile::tempdir().unwrap();
+    let (shape, read) = read_back(&moto.client(), "throttled", dir.path());
+    assert_eq!(shape, vec![9, 16, 40]);
+    assert_same(&read, &data, "read back");
+}
+
+/// Streams through a relay that `fail`s after 5 rows of shards are up:
+/// the stream must fail naming the store, and whatever the metadata then
+/// claims must be stored, every byte.
+fn fails_mid_stream_claiming_only_what_is_stored(fail: fn(&Relay), name: &str) {
+    let Some(moto) = moto(false) else { return };
+    let relay = Relay::start(moto.port, 0);
+    let mut s3 = s3(&relay.endpoint());
+    s3.retries = 2;
+    s3.retry_timeout = Duration::from_secs(2);
+    let url = format!("s3://{BUCKET}/{name}");
+    let opts = ZarrOptions {
+        shard: Some(vec![2, 2, 2]),
+        ..options(&url, s3)
+    };
+    let spec = StreamSpec::new(DType::U16, vec![0, 32, 32], vec![2, 8, 8]).unwrap();
+    let mut s = TileStream::new(spec, &[0, 0], 2, Box::new(ZarrSink::new(opts))).unwrap();
+    let data = values(400 * 32 * 32);
+    let bytes = to_bytes(&data);
+    let mut planes = bytes.chunks(32 * 32 * 2);
+    let client = moto.client();
+    // 5 rows of shards (2 epochs of 2 planes each) go up and are claimed
+    for p in planes.by_ref().take(20) {
+        s.append(p).unwrap();
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    // every plane appended is stored and claimed: the sink is idle
+    while claimed_planes(&client, name).unwrap_or(0) < 20 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let before = claimed_planes(&client, name).unwrap_or(0);
+    assert_eq!(before, 20, "the planes claimed before the failure");
+    fail(&relay);
+    let mut failed = None;
+    for p in planes {
+        if let Err(e) = s.append(p) {
+            failed = Some(e);
+            break;
+        }
+    }
+    let err = match failed {
+        Some(e) => e,
+        None => s
+            .finish()
+            .expect_err("the stream went on without its server"),
+    }
+    .to_string();
+    eprintln!("the stream's error: {err}");
+    assert!(err.contains(&url), "{err}");
+    assert!(!err.contains('\n'), "{err}");
+    let claimed = claimed_planes(&client, name).unwrap();
+    assert!(claimed >= before && claimed < 400, "{claimed}");
+    let dir = tempfile::tempdir().unwrap();
+    let (shape, read) = read_back(&client, name, dir.path());
+    assert_eq!(shape, vec![claimed, 32, 32]);
+    assert_same(
+        &read,
+        &data[..(claimed * 32 * 32) as usize],
+        "the metadata claims data that is not stored",
+    );
+}
+
+#[test]
+fn a_server_lost_mid_stream_fails_the_stream_and_nothing_unstored_is_claimed() {
+    fails_mid_stream_claiming_only_what_is_stored(Relay::cut, "lost");
+}
+
+#[test]
+fn shards_refused_mid_stream_fail_the_stream_and_the_metadata_claims_only_what_is_stored() {
+    fails_mid_stream_claiming_only_what_is_stored(Relay::refuse_chunks, "refused");
+}
+
+#[test]
+fn bad_credentials_are_one_clear_line() {
+    let Some(moto) = moto(true) else { return };
+    let mut s3 = s3(&moto.endpoint());
+    s3.config.retain(|(k, _)| k != "aws_access_key_id");
+    s3.config
+        .push(("aws_access_key_id".into(), "AKIANOTAKEY".into()));
+    let err = stream(
+        vec![0, 8, 8],
+        2,
+        vec![2, 8, 8],
+        options(&format!("s3://{BUCKET}/x"), s3),
+        64,
+    )
+    .unwrap_err()
+    .to_string();
+    eprintln!("the stream's error: {err}");
+    assert!(
+        err.contains("refused the credentials") && err.contains("AWS_ACCESS_KEY_ID"),
+        "{err}"
+    );
+    assert!(
+        err.contains("InvalidAccessKeyId") || err.contains("403"),
+        "{err}"
+    );
+    assert!(!err.contains('\n'), "{err}");
+}
+
+#[test]
+fn plain_http_and_missing_credentials_are_refused_before_anything_is_sent() {
+    let mut plain = s3("http://127.0.0.1:9");
+    plain.allow_http = false;
+    let err = stream(
+        vec![0, 8, 8],
+        2,
+        vec![2, 8, 8],
+        options("s3://b/p", plain),
+        64,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("--allow-http"), "{err}");
+    let mut anonymous = s3("http://127.0.0.1:9");
+    anonymous.config.retain(|(k, _)| !k.contains("key"));
+    let err = stream(
+        vec![0, 8, 8],
+        2,
+        vec![2, 8, 8],
+        options("s3://b/p", anonymous),
+        64,
+    )
+    .unwrap_err()
+    .to_string();
+    if std::env::var_os("AWS_ACCESS_KEY_ID").is_none() {
+        assert!(err.contains("no credentials"), "{err}");
+    }
+    let err = stream(
+        vec![0, 8, 8],
+        2,
+        vec![2, 8, 8],
+        options("s3:///p", s3("http://127.0.0.1:9")),
+        64,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("s3://BUCKET/PREFIX"), "{err}");
+}
+
+#[test]
+fn deep_shards_that_would_hold_too_many_parts_in_memory_are_refused_before_anything_is_sent() {
+    // 512 x 512 shards a row, 64 epochs deep, each holding up to 128 KiB
+    // between epochs: 32 GiB
+    let spec = StreamSpec::new(DType::U8, vec![0, 16384, 16384], vec![2, 32, 32]).unwrap();
+    let opts = ZarrOptions {
+        shard: Some(vec![64, 1, 1]),
+        ..options("s3://b/p", s3("http://127.0.0.1:9"))
+    };
+    let err = TileStream::new(spec, &[0], 1, Box::new(ZarrSink::new(opts)))
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(err.contains("unfinished upload parts in memory"), "{err}");
+}
+
+#[test]
+fn a_chunk_of_exactly_one_part_is_one_put() {
+    let Some(moto) = moto(false) else { return };
+    // 2 x 1024 x 2048 u16 tiles: 8 MiB, one part
+    let opts = options(&format!("s3://{BUCKET}/onepart"), s3(&moto.endpoint()));
+    let (summary, data) =
+        stream(vec![0, 1024, 2048], 4, vec![2, 1024, 2048], opts, 1 << 20).unwrap();
+    let client = moto.client();
+    let listed = objects(&client, "onepart");
+    let chunks: Vec<_> = listed
+        .iter()
+        .filter(|(k, _, _)| k.starts_with("c/"))
+        .collect();
+    assert_eq!(chunks.len(), 2, "{listed:?}");
+    assert!(
+        chunks
+            .iter()
+            .all(|(_, size, etag)| *size == PART_BYTES as u64 && !etag.contains('-')),
+        "{chunks:?}"
+    );
+    // a listing, the chunks and the metadata: begun, after each epoch, finished
+    assert_eq!(summary.sink.requests, 1 + 2 + 4, "{:?}", summary.sink);
+    let dir = tempfile::tempdir().unwrap();
+    let (shape, read) = read_back(&client, "onepart", dir.path());
+    assert_eq!(shape, vec![4, 1024, 2048]);
+    assert_same(&read, &data, "read back");
+}
