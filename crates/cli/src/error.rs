@@ -22,6 +22,9 @@ pub enum CliError {
     /// The layout algebra refused a layout.
     #[error(transparent)]
     Layout(#[from] retile_layout::LayoutError),
+    /// A plan could not be written as JSON.
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
     /// Reading the input or writing the output failed.
     #[error(transparent)]
     Io(#[from] std::io::Error),

@@ -13,8 +13,6 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use crate::error::CliError;
-
 /// Tensor layouts and moving data between them, fast.
 #[derive(Parser)]
 #[command(name = "retile", version, about)]
@@ -87,18 +85,16 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Some(Command::Eval(args)) => calc_cmd::eval(&args),
         Some(Command::Show(args)) => calc_cmd::show(&args),
-        Some(Command::Plan(PlanCommand::Stream(args))) => {
-            stream_cmd::plan(&args).map_err(CliError::from)
-        }
+        Some(Command::Plan(PlanCommand::Stream(args))) => stream_cmd::plan(&args),
         Some(Command::Plan(PlanCommand::Copy(args))) => copy_cmd::plan(&args),
-        Some(Command::Stream(args)) => stream_cmd::stream(&args).map_err(CliError::from),
+        Some(Command::Stream(args)) => stream_cmd::stream(&args),
         #[cfg(feature = "cuda")]
         Some(Command::Bench(BenchCommand::Gpu(args))) => bench_cmd::bench(&args),
         #[cfg(feature = "cuda")]
         Some(Command::Bench(BenchCommand::Permute(args))) => bench_cmd::bench_one(&args),
         #[cfg(not(feature = "cuda"))]
         Some(Command::Bench(BenchCommand::Gpu | BenchCommand::Permute)) => Err(NO_CUDA.into()),
-        None => stream_cmd::demo().map_err(CliError::from),
+        None => stream_cmd::demo(),
     };
     match result {
         Ok(code) => code,

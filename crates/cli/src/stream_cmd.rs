@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
+use crate::error::CliError;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use retile_stream::{
@@ -64,7 +65,7 @@ pub struct PyramidArgs {
 
 impl PyramidArgs {
     /// The pyramid asked for; `--levels` or `--downsample` without `--pyramid` is an error.
-    fn options(&self) -> Result<Option<PyramidOptions>, String> {
+    fn options(&self) -> Result<Option<PyramidOptions>, CliError> {
         let Some(method) = &self.pyramid else {
             return match self.levels.is_some() || self.downsample.is_some() {
                 true => {
@@ -73,9 +74,7 @@ impl PyramidArgs {
                 false => Ok(None),
             };
         };
-        let method: Method = method
-            .parse()
-            .map_err(|e: retile_stream::StreamError| e.to_string())?;
+        let method: Method = method.parse()?;
         let downsample = match &self.downsample {
             Some(d) => Some(
                 d.0.iter()
@@ -195,35 +194,35 @@ fn parse_list(text: &str) -> Result<Dims, String> {
 }
 
 impl ShapeArgs {
-    fn spec(&self) -> Result<StreamSpec, String> {
-        let dtype: DType = self
-            .dtype
-            .parse()
-            .map_err(|e: retile_stream::StreamError| e.to_string())?;
-        StreamSpec::new(dtype, self.shape.0.clone(), self.tile.0.clone()).map_err(|e| e.to_string())
+    fn spec(&self) -> Result<StreamSpec, CliError> {
+        let dtype: DType = self.dtype.parse()?;
+        Ok(StreamSpec::new(
+            dtype,
+            self.shape.0.clone(),
+            self.tile.0.clone(),
+        )?)
     }
 }
 
 /// `retile plan stream`.
-pub fn plan(args: &PlanArgs) -> Result<ExitCode, String> {
+pub fn plan(args: &PlanArgs) -> Result<ExitCode, CliError> {
     let spec = args.shape.spec()?;
     let Some(pyramid) = args.pyramid.options()? else {
-        let plan = StreamPlan::new(&spec).map_err(|e| e.to_string())?;
+        let plan = StreamPlan::new(&spec)?;
         let text = match args.json {
-            true => serde_json::to_string(&plan.to_json()).map_err(|e| e.to_string())? + "\n",
+            true => serde_json::to_string(&plan.to_json())? + "\n",
             false => plan.to_string(),
         };
         return say(format_args!("{text}")).map(|()| ExitCode::SUCCESS);
     };
-    let levels = pyramid.level_plans(&spec).map_err(|e| e.to_string())?;
+    let levels = pyramid.level_plans(&spec)?;
     if args.json {
         let json: Vec<serde_json::Value> = levels.iter().map(StreamPlan::to_json).collect();
         let text = serde_json::to_string(&serde_json::json!({
             "method": pyramid.method.to_string(),
             "levels": json,
-            "memory_bytes": pyramid.memory_bytes(&spec).map_err(|e| e.to_string())?,
-        }))
-        .map_err(|e| e.to_string())?;
+            "memory_bytes": pyramid.memory_bytes(&spec)?,
+        }))?;
         return say(format_args!("{text}\n")).map(|()| ExitCode::SUCCESS);
     }
     for (k, level) in levels.iter().enumerate() {
@@ -234,7 +233,7 @@ pub fn plan(args: &PlanArgs) -> Result<ExitCode, String> {
             level.epoch_buffer_bytes() as f64 * 2.0 / 1e6
         ))?;
     }
-    let memory = pyramid.memory_bytes(&spec).map_err(|e| e.to_string())?;
+    let memory = pyramid.memory_bytes(&spec)?;
     say(format_args!(
         "{} pyramid of {} levels: {:.1} MB of buffers in all, whatever the stream's length\n",
         pyramid.method,
@@ -274,7 +273,7 @@ enum Source {
 
 impl Source {
     /// The next piece of input, at most `buf.len()` bytes (empty = end).
-    fn next<'a>(&'a mut self, buf: &'a mut [u8]) -> Result<&'a [u8], String> {
+    fn next<'a>(&'a mut self, buf: &'a mut [u8]) -> Result<&'a [u8], CliError> {
         if let Source::Mapped { map, at } = self {
             // The piece before is tiled: unmap its pages (they stay in the
             // page cache), so that the process holds one piece of the file,
@@ -293,12 +292,12 @@ impl Source {
     }
 
     /// Opens `path`: mapped if it is a regular file that maps, read otherwise.
-    fn file(path: &str) -> Result<Source, String> {
+    fn file(path: &str) -> Result<Source, CliError> {
         let file =
             std::fs::File::open(path).map_err(|e| format!("cannot open input {path}: {e}"))?;
         let kind = file.metadata().map(|m| m.file_type());
         if kind.as_ref().is_ok_and(|k| k.is_dir()) {
-            return Err(format!("the input {path} is a directory, not a file"));
+            return Err(format!("the input {path} is a directory, not a file").into());
         }
         let regular = kind.is_ok_and(|k| k.is_file());
         // SAFETY: the map is only read; a file truncated by another process
@@ -313,7 +312,7 @@ impl Source {
     }
 
     /// Fills `buf` with the next input; returns how many bytes (0 = end).
-    fn read(&mut self, buf: &mut [u8]) -> Result<usize, String> {
+    fn read(&mut self, buf: &mut [u8]) -> Result<usize, CliError> {
         match self {
             Source::Mapped { .. } => Ok(0),
             Source::Reader(r) => {
@@ -327,7 +326,7 @@ impl Source {
                                 break;
                             }
                         }
-                        Err(e) => return Err(format!("cannot read the input: {e}")),
+                        Err(e) => return Err(format!("cannot read the input: {e}").into()),
                     }
                 }
                 Ok(filled)
@@ -372,11 +371,11 @@ fn peak_rss_bytes() -> Option<u64> {
 }
 
 /// Writes `text` to stdout; a closed or full stdout is an error, not a panic.
-fn say(text: std::fmt::Arguments<'_>) -> Result<(), String> {
+fn say(text: std::fmt::Arguments<'_>) -> Result<(), CliError> {
     let mut out = std::io::stdout().lock();
     out.write_fmt(text)
         .and_then(|()| out.flush())
-        .map_err(|e| format!("cannot write to stdout: {e}"))
+        .map_err(|e| format!("cannot write to stdout: {e}").into())
 }
 
 /// Set by SIGINT or SIGTERM: stop reading, write what was taken, close the store.
@@ -408,11 +407,11 @@ fn finish_cleanly_on_interrupt() {
 
 /// What `args` ask to write; options that need `--output` without it are
 /// an error, not silently ignored.
-fn output(args: &StreamArgs, rank: usize) -> Result<Output, String> {
-    let mut codec = args.codec.parse::<Codec>().map_err(|e| e.to_string())?;
+fn output(args: &StreamArgs, rank: usize) -> Result<Output, CliError> {
+    let mut codec = args.codec.parse::<Codec>()?;
     if let Some(shuffle) = &args.shuffle {
-        let shuffle = shuffle.parse::<Shuffle>().map_err(|e| e.to_string())?;
-        codec = codec.with_shuffle(shuffle).map_err(|e| e.to_string())?;
+        let shuffle = shuffle.parse::<Shuffle>()?;
+        codec = codec.with_shuffle(shuffle)?;
     }
     let pyramid = args.pyramid.options()?;
     let ngff = args.ngff || pyramid.is_some();
@@ -442,7 +441,8 @@ fn output(args: &StreamArgs, rank: usize) -> Result<Output, String> {
             false => Err(format!(
                 "{} take effect only with --output (without it the tiler is only measured)",
                 given.join(", ")
-            )),
+            )
+            .into()),
         };
     };
     let zarr = ZarrOptions {
@@ -477,7 +477,8 @@ fn output(args: &StreamArgs, rank: usize) -> Result<Output, String> {
         {
             return Err(format!(
                 "{flag} describes an OME-Zarr image: add --ngff or --pyramid METHOD"
-            ));
+            )
+            .into());
         }
         return Ok(Output {
             zarr: Some(zarr),
@@ -492,8 +493,8 @@ fn output(args: &StreamArgs, rank: usize) -> Result<Output, String> {
 }
 
 /// The OME-Zarr axes and scale of `--dim-names`, `--dim-types`, `--units` and `--scale`.
-fn ngff_options(args: &StreamArgs, rank: usize) -> Result<NgffOptions, String> {
-    let defaults = default_axes(rank).map_err(|e| e.to_string())?;
+fn ngff_options(args: &StreamArgs, rank: usize) -> Result<NgffOptions, CliError> {
+    let defaults = default_axes(rank)?;
     let count = |flag: &str, n: usize| match n == rank {
         true => Ok(()),
         false => Err(format!("{flag} has {n} entries for {rank} dimensions")),
@@ -529,7 +530,7 @@ fn ngff_options(args: &StreamArgs, rank: usize) -> Result<NgffOptions, String> {
 }
 
 /// `retile stream`.
-pub fn stream(args: &StreamArgs) -> Result<ExitCode, String> {
+pub fn stream(args: &StreamArgs) -> Result<ExitCode, CliError> {
     let spec = args.shape.spec()?;
     let esize = spec.dtype().size();
     let fill = spec
@@ -548,7 +549,7 @@ pub fn stream(args: &StreamArgs) -> Result<ExitCode, String> {
             return Err(format!(
                 "--planes {p} contradicts the shape, whose first extent is {}; give --planes only with an unbounded shape (first extent 0)",
                 spec.shape()[0]
-            ))
+            ).into())
         }
         _ => spec.shape()[0],
     };
@@ -577,7 +578,7 @@ pub fn stream(args: &StreamArgs) -> Result<ExitCode, String> {
         ),
         Some(path) => (Source::file(path)?, (!spec.is_unbounded()).then_some(total)),
     };
-    let mut tiles = open_output(spec, &fill, backend, &output).map_err(|e| e.to_string())?;
+    let mut tiles = open_output(spec, &fill, backend, &output)?;
     finish_cleanly_on_interrupt();
     run(&mut tiles, source, expected, args.output.as_ref())
 }
@@ -610,7 +611,7 @@ fn run(
     mut source: Source,
     expected: Option<u64>,
     output: Option<&PathBuf>,
-) -> Result<ExitCode, String> {
+) -> Result<ExitCode, CliError> {
     let bar = progress_bar(expected);
     let mut buf = vec![0u8; PIECE_BYTES];
     let mut busy = 0.0;
@@ -627,7 +628,7 @@ fn run(
             };
         }
         let started = Instant::now();
-        let taken = tiles.append(piece).map_err(|e| e.to_string())?;
+        let taken = tiles.append(piece)?;
         busy += started.elapsed().as_secs_f64();
         bar.inc(taken as u64);
         if taken < n {
@@ -638,7 +639,6 @@ fn run(
     let finished = tiles.finish();
     busy += started.elapsed().as_secs_f64();
     bar.finish_and_clear();
-    let finished = finished.map_err(|e| e.to_string());
     match ending {
         Ending::Done => report(&finished?, busy, output).map(|()| ExitCode::SUCCESS),
         Ending::Excess => {
@@ -647,7 +647,7 @@ fn run(
             Err(format!(
                 "the input is longer than the shape: its {} planes were written and the rest was refused",
                 summary.planes
-            ))
+            ).into())
         }
         Ending::Interrupted => {
             let summary = finished.map_err(|e| format!("interrupted: {e}"))?;
@@ -663,7 +663,7 @@ fn run(
 }
 
 /// Prints what a finished stream did and where its time went.
-fn report(summary: &Summary, busy: f64, output: Option<&PathBuf>) -> Result<(), String> {
+fn report(summary: &Summary, busy: f64, output: Option<&PathBuf>) -> Result<(), CliError> {
     let gb = summary.bytes as f64 / 1e9;
     say(format_args!(
         "retile: {:.3} GB in {} tiles ({} planes, {} epochs) in {:.2} s: {:.2} GB/s of input ({:.2} GB/s counting the source)\n",
@@ -715,25 +715,21 @@ fn report(summary: &Summary, busy: f64, output: Option<&PathBuf>) -> Result<(), 
 
 /// `retile` with no arguments: stream a synthetic 512 MB camera recording
 /// into a compressed Zarr store in the temporary directory.
-pub fn demo() -> Result<ExitCode, String> {
+pub fn demo() -> Result<ExitCode, CliError> {
     let path = std::env::temp_dir().join(format!("retile-demo-{}.zarr", std::process::id()));
     say(format_args!("retile demo: streaming 256 synthetic 1024x1024 u16 frames (512 MB) into 64x128x128 tiles, shards of 1x4x4 tiles, blosc-zstd:1, with a mean pyramid (an OME-Zarr image)\n"))?;
-    let spec = StreamSpec::new(DType::U16, vec![0, 1024, 1024], vec![64, 128, 128])
-        .map_err(|e| e.to_string())?;
+    let spec = StreamSpec::new(DType::U16, vec![0, 1024, 1024], vec![64, 128, 128])?;
     let output = Output {
         zarr: Some(ZarrOptions {
             path: path.clone(),
-            codec: "blosc-zstd:1"
-                .parse()
-                .map_err(|e: retile_stream::StreamError| e.to_string())?,
+            codec: "blosc-zstd:1".parse()?,
             shard: Some(vec![1, 4, 4]),
             ..Default::default()
         }),
         pyramid: Some(PyramidOptions::default()),
         ngff: Some(NgffOptions::default()),
     };
-    let mut tiles = open_output(spec, &[0, 0], Backend::Cpu { threads: 0 }, &output)
-        .map_err(|e| e.to_string())?;
+    let mut tiles = open_output(spec, &[0, 0], Backend::Cpu { threads: 0 }, &output)?;
     let total = 256 * 1024 * 1024u64;
     let code = run(
         &mut tiles,
