@@ -127,11 +127,8 @@ impl<'a> Bound<'a> {
 
     /// Adds the function and parameter to a conversion's error.
     fn context(&self, key: &str, e: CalcError) -> CalcError {
-        CalcError::new(format!(
-            "{} argument '{key}': {}",
-            self.function,
-            e.message()
-        ))
+        let message = format!("{} argument '{key}': {}", self.function, e.message());
+        e.with_message(message)
     }
 
     /// An integer argument, or `default` when absent.

@@ -11,7 +11,7 @@ pub const FUNCTIONS: &[&str] = &["transpose_plan", "vector_width"];
 
 impl From<retile_copy::CopyError> for CalcError {
     fn from(e: retile_copy::CopyError) -> Self {
-        CalcError::new(e.to_string())
+        CalcError::caused_by(e)
     }
 }
 
@@ -130,10 +130,12 @@ fn dispatch(name: &str, args: &[Value], kwargs: &[(String, Value)]) -> Result<Va
             check_target(target)?;
             request = request.with_target(target);
         }
-        Some(other) => return Err(CalcError::new(format!(
+        Some(other) => {
+            return Err(CalcError::new(format!(
             "transpose_plan argument 'target' must be a GPU architecture such as gfx942, got {}",
             other.type_name()
-        ))),
+        )))
+        }
     }
     Ok(Value::Transpose(request.plan()?))
 }

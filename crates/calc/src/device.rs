@@ -28,7 +28,7 @@ fn dtype(v: &Value) -> Result<DeviceDType, CalcError> {
     match v {
         Value::Name(n) => n
             .parse()
-            .map_err(|e: retile_device::DeviceError| CalcError::new(e.to_string())),
+            .map_err(|e: retile_device::DeviceError| CalcError::caused_by(e)),
         other => Err(CalcError::new(format!(
             "expected a dtype such as float16, got {}",
             other.type_name()
@@ -64,7 +64,7 @@ pub fn call(
 }
 
 fn dispatch(name: &str, args: &[Value], kwargs: &[(String, Value)]) -> Result<Value, CalcError> {
-    let err = |e: retile_device::DeviceError| CalcError::new(e.to_string());
+    let err = |e: retile_device::DeviceError| CalcError::caused_by(e);
     if name == "device_layout" {
         let bound = bind(
             name,

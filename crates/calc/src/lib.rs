@@ -35,12 +35,24 @@ pub use value::Value;
 /// let err = evaluate("size((2,3):(1,2)").unwrap_err();
 /// assert_eq!(err.to_string(), "at column 17: expected ')', found the end of the expression");
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[derive(Debug, Clone, Error)]
 #[error("{}{message}", column.map(|c| format!("at column {c}: ")).unwrap_or_default())]
 pub struct CalcError {
     column: Option<usize>,
     message: String,
+    /// The algebra's (or planner's) own error, where one was the cause.
+    #[source]
+    source: Option<std::sync::Arc<dyn std::error::Error + Send + Sync>>,
 }
+
+/// Errors are equal when they say the same thing at the same column.
+impl PartialEq for CalcError {
+    fn eq(&self, other: &Self) -> bool {
+        (self.column, &self.message) == (other.column, &other.message)
+    }
+}
+
+impl Eq for CalcError {}
 
 impl CalcError {
     /// An error without a position.
@@ -48,6 +60,7 @@ impl CalcError {
         CalcError {
             column: None,
             message: message.into(),
+            source: None,
         }
     }
 
@@ -56,7 +69,28 @@ impl CalcError {
         CalcError {
             column: Some(column),
             message: message.into(),
+            source: None,
         }
+    }
+
+    /// The error of a library call: its message, and itself kept as the source.
+    ///
+    /// ```
+    /// use std::error::Error;
+    /// let err = retile_calc::evaluate("complement((2,2):(1,1), 4)").unwrap_err();
+    /// assert!(err.source().is_some());
+    /// ```
+    pub fn caused_by(e: impl std::error::Error + Send + Sync + 'static) -> Self {
+        CalcError {
+            column: None,
+            message: e.to_string(),
+            source: Some(std::sync::Arc::new(e)),
+        }
+    }
+
+    /// The same error (column and source kept) saying `message`.
+    fn with_message(self, message: String) -> Self {
+        CalcError { message, ..self }
     }
 
     /// The message without the column.
@@ -83,7 +117,7 @@ impl CalcError {
 
 impl From<retile_layout::LayoutError> for CalcError {
     fn from(e: retile_layout::LayoutError) -> Self {
-        CalcError::new(e.to_string())
+        CalcError::caused_by(e)
     }
 }
 

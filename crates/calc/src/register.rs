@@ -49,7 +49,7 @@ const PRIMITIVES: &[&str] = &[
 
 impl From<RegisterError> for CalcError {
     fn from(e: RegisterError) -> Self {
-        CalcError::new(e.to_string())
+        CalcError::caused_by(e)
     }
 }
 

@@ -2,6 +2,7 @@
 //! device-to-device copy measured in the same run; `retile bench permute`:
 //! one permute of the user's choosing, checked and timed the same way.
 
+use crate::error::CliError;
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -45,33 +46,28 @@ const CHECKED_BYTES: usize = 1 << 30;
 
 /// `retile bench permute`: checks the permute against the CPU reference on
 /// patterned data, then prints its GB/s beside the device-to-device copy.
-pub fn bench_one(args: &PermuteArgs) -> Result<ExitCode, String> {
-    let dtype: DType = args
-        .dtype
-        .parse()
-        .map_err(|e: retile_stream::StreamError| e.to_string())?;
-    let p = Permute::new(&args.shape, &args.perm, dtype.size()).map_err(|e| e.to_string())?;
-    let gpu = Gpu::open().map_err(|e| e.to_string())?;
+pub fn bench_one(args: &PermuteArgs) -> Result<ExitCode, CliError> {
+    let dtype: DType = args.dtype.parse()?;
+    let p = Permute::new(&args.shape, &args.perm, dtype.size())?;
+    let gpu = Gpu::open()?;
     let bytes = p.elements() as usize * p.element_bytes;
     let checked = if bytes <= CHECKED_BYTES {
         let input: Vec<u8> = (0..bytes)
             .map(|i| (i as u64).wrapping_mul(0x9E37_79B9) as u8 ^ (i >> 11) as u8)
             .collect();
         let stream = gpu.stream();
-        let d_in = stream.memcpy_stod(&input).map_err(|e| e.to_string())?;
-        let mut d_out = stream.alloc_zeros::<u8>(bytes).map_err(|e| e.to_string())?;
-        permute(&gpu, &p, &d_in, &mut d_out).map_err(|e| e.to_string())?;
-        let got = stream.memcpy_dtov(&d_out).map_err(|e| e.to_string())?;
-        if got != permute_reference(&p, &input).map_err(|e| e.to_string())? {
-            return Err(format!(
-                "the GPU permute of {p:?} differs from the CPU reference"
-            ));
+        let d_in = stream.memcpy_stod(&input)?;
+        let mut d_out = stream.alloc_zeros::<u8>(bytes)?;
+        permute(&gpu, &p, &d_in, &mut d_out)?;
+        let got = stream.memcpy_dtov(&d_out)?;
+        if got != permute_reference(&p, &input)? {
+            return Err(format!("the GPU permute of {p:?} differs from the CPU reference").into());
         }
         "matches the CPU reference"
     } else {
         "not checked (over 1 GiB)"
     };
-    let (gbs, copy) = bench_permute(&gpu, &p, args.reps).map_err(|e| e.to_string())?;
+    let (gbs, copy) = bench_permute(&gpu, &p, args.reps)?;
     println!(
         "retile permute {:?} {} perm {:?} on {}: {checked}; {gbs:.0} GB/s; d2d copy {copy:.0} GB/s; ratio {:.3}",
         args.shape,
@@ -83,7 +79,7 @@ pub fn bench_one(args: &PermuteArgs) -> Result<ExitCode, String> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn permutes(gpu: &Gpu, reps: usize) -> Result<(), String> {
+fn permutes(gpu: &Gpu, reps: usize) -> Result<(), CliError> {
     let cases: [(&str, Vec<i64>, Vec<usize>, usize); 7] = [
         ("transpose 16384^2 f32", vec![16384, 16384], vec![1, 0], 4),
         ("transpose 16384^2 f16", vec![16384, 16384], vec![1, 0], 2),
@@ -119,8 +115,8 @@ fn permutes(gpu: &Gpu, reps: usize) -> Result<(), String> {
         ),
     ];
     for (name, shape, perm, e) in cases {
-        let p = Permute::new(&shape, &perm, e).map_err(|e| e.to_string())?;
-        let (gbs, copy) = bench_permute(gpu, &p, reps).map_err(|e| e.to_string())?;
+        let p = Permute::new(&shape, &perm, e)?;
+        let (gbs, copy) = bench_permute(gpu, &p, reps)?;
         println!(
             "retile {name}: {gbs:.0} GB/s; d2d copy {copy:.0} GB/s; ratio {:.3}",
             gbs / copy
@@ -129,28 +125,23 @@ fn permutes(gpu: &Gpu, reps: usize) -> Result<(), String> {
     Ok(())
 }
 
-fn scatter(gpu: &Gpu, planes: u64, reps: usize) -> Result<(), String> {
-    let spec = StreamSpec::new(DType::I16, vec![planes, 2048, 2048], vec![64, 64, 64])
-        .map_err(|e| e.to_string())?;
-    let plan = StreamPlan::new(&spec).map_err(|e| e.to_string())?;
+fn scatter(gpu: &Gpu, planes: u64, reps: usize) -> Result<(), CliError> {
+    let spec = StreamSpec::new(DType::I16, vec![planes, 2048, 2048], vec![64, 64, 64])?;
+    let plan = StreamPlan::new(&spec)?;
     let bytes = (planes * 2048 * 2048 * 2) as usize;
     let stream = gpu.stream();
-    let input = stream.alloc_zeros::<u8>(bytes).map_err(|e| e.to_string())?;
+    let input = stream.alloc_zeros::<u8>(bytes)?;
     let tiles = planes.div_ceil(64) * plan.epoch_buffer_bytes();
-    let mut output = stream
-        .alloc_zeros::<u8>(tiles as usize)
-        .map_err(|e| e.to_string())?;
+    let mut output = stream.alloc_zeros::<u8>(tiles as usize)?;
     let t = time_median(gpu, reps, || {
         scatter_device(gpu, &plan, &[0, 0], &input, &mut output)
             .map_err(|e| retile_copy::CopyError::Invalid(e.to_string()))
-    })
-    .map_err(|e| e.to_string())?;
+    })?;
     let c = time_median(gpu, reps, || {
         stream
             .memcpy_dtod(&input, &mut output)
             .map_err(cuda_error("copying device to device"))
-    })
-    .map_err(|e| e.to_string())?;
+    })?;
     let (gbs, copy) = (2.0 * bytes as f64 / t / 1e9, 2.0 * bytes as f64 / c / 1e9);
     println!(
         "retile device-resident scatter {planes}x2048x2048 i16 into 64^3 tiles: {gbs:.0} GB/s; d2d copy {copy:.0} GB/s; ratio {:.3}",
@@ -162,38 +153,32 @@ fn scatter(gpu: &Gpu, planes: u64, reps: usize) -> Result<(), String> {
 /// Times the pinned input is streamed through one stream.
 const PASSES: usize = 8;
 
-fn pinned_stream(gpu: &Gpu, planes: u64) -> Result<(), String> {
-    let spec = StreamSpec::new(DType::I16, vec![0, 2048, 2048], vec![64, 64, 64])
-        .map_err(|e| e.to_string())?;
+fn pinned_stream(gpu: &Gpu, planes: u64) -> Result<(), CliError> {
+    let spec = StreamSpec::new(DType::I16, vec![0, 2048, 2048], vec![64, 64, 64])?;
     let plane = 2048 * 2048 * 2usize;
     let epoch = 64 * plane;
-    let mut host = PinnedBuffer::new(gpu, planes as usize * plane).map_err(|e| e.to_string())?;
+    let mut host = PinnedBuffer::new(gpu, planes as usize * plane)?;
     for (i, b) in host.as_mut().iter_mut().enumerate().step_by(4096) {
         *b = i as u8;
     }
-    let mut device = gpu
-        .stream()
-        .alloc_zeros::<u8>(epoch)
-        .map_err(|e| e.to_string())?;
+    let mut device = gpu.stream().alloc_zeros::<u8>(epoch)?;
     let h2d = time_median(gpu, 5, || {
         gpu.stream()
             .memcpy_htod(&host.as_ref()[..epoch], &mut device)
             .map_err(cuda_error("copying host to device"))
-    })
-    .map_err(|e| e.to_string())?;
+    })?;
     let h2d_gbs = epoch as f64 / h2d / 1e9;
     let duplex_gbs = duplex(gpu, &mut host, epoch, 1)?;
     let sustained_gbs = duplex(gpu, &mut host, epoch, 16)?;
     let mut best = (0.0f64, 0.0f64);
     for _ in 0..2 {
         let created = Instant::now();
-        let mut s = CudaTileStream::new(spec.clone(), &[0, 0], Box::new(NullSink))
-            .map_err(|e| e.to_string())?;
+        let mut s = CudaTileStream::new(spec.clone(), &[0, 0], Box::new(NullSink))?;
         let started = Instant::now();
         for _pass in 0..PASSES {
-            s.append(host.as_ref()).map_err(|e| e.to_string())?;
+            s.append(host.as_ref())?;
         }
-        let summary = s.finish().map_err(|e| e.to_string())?;
+        let summary = s.finish()?;
         let bytes = summary.bytes as f64;
         let elapsed = started.elapsed().as_secs_f64();
         drop(s);
@@ -218,22 +203,18 @@ fn pinned_stream(gpu: &Gpu, planes: u64) -> Result<(), String> {
 /// back while the next input arrives. `rounds` pairs go back to back (one
 /// pair is a burst; many, the sustained rate a long stream meets); the best
 /// of five tries.
-fn duplex(gpu: &Gpu, host: &mut PinnedBuffer, epoch: usize, rounds: usize) -> Result<f64, String> {
+fn duplex(
+    gpu: &Gpu,
+    host: &mut PinnedBuffer,
+    epoch: usize,
+    rounds: usize,
+) -> Result<f64, CliError> {
     use cudarc::driver::{result as cu, DevicePtr};
     let ctx = gpu.context();
-    let (up, down) = (
-        ctx.new_stream().map_err(|e| e.to_string())?,
-        ctx.new_stream().map_err(|e| e.to_string())?,
-    );
-    let d_up = gpu
-        .stream()
-        .alloc_zeros::<u8>(epoch)
-        .map_err(|e| e.to_string())?;
-    let d_down = gpu
-        .stream()
-        .alloc_zeros::<u8>(epoch)
-        .map_err(|e| e.to_string())?;
-    gpu.stream().synchronize().map_err(|e| e.to_string())?;
+    let (up, down) = (ctx.new_stream()?, ctx.new_stream()?);
+    let d_up = gpu.stream().alloc_zeros::<u8>(epoch)?;
+    let d_down = gpu.stream().alloc_zeros::<u8>(epoch)?;
+    gpu.stream().synchronize()?;
     let (src, rest) = host.as_mut().split_at_mut(epoch);
     let dst = &mut rest[..epoch];
     let mut best = f64::MAX;
@@ -244,21 +225,20 @@ fn duplex(gpu: &Gpu, host: &mut PinnedBuffer, epoch: usize, rounds: usize) -> Re
         for _ in 0..rounds {
             // SAFETY: both host ranges are pinned and outlive the copies, which are awaited below.
             unsafe {
-                cu::memcpy_htod_async(p_up, &src[..], up.cu_stream()).map_err(|e| e.to_string())?;
-                cu::memcpy_dtoh_async(&mut dst[..], p_down, down.cu_stream())
-                    .map_err(|e| e.to_string())?;
+                cu::memcpy_htod_async(p_up, &src[..], up.cu_stream())?;
+                cu::memcpy_dtoh_async(&mut dst[..], p_down, down.cu_stream())?;
             }
         }
-        up.synchronize().map_err(|e| e.to_string())?;
-        down.synchronize().map_err(|e| e.to_string())?;
+        up.synchronize()?;
+        down.synchronize()?;
         best = best.min(started.elapsed().as_secs_f64());
     }
     Ok((rounds * epoch) as f64 / best / 1e9)
 }
 
 /// `retile bench gpu`.
-pub fn bench(args: &BenchArgs) -> Result<ExitCode, String> {
-    let gpu = Gpu::open().map_err(|e| e.to_string())?;
+pub fn bench(args: &BenchArgs) -> Result<ExitCode, CliError> {
+    let gpu = Gpu::open()?;
     println!("retile bench gpu on {}", gpu.name());
     permutes(&gpu, args.reps)?;
     scatter(&gpu, args.planes, args.reps)?;

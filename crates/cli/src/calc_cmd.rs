@@ -1,5 +1,6 @@
 //! `retile eval` and `retile show`: the layout calculator on the command line.
 
+use crate::error::CliError;
 use std::io::{self, BufRead, Write};
 use std::process::ExitCode;
 
@@ -117,7 +118,7 @@ fn batch_line(line: Line) -> String {
 
 /// `retile eval`: one line per expression; `--batch` reads stdin and always
 /// exits 0 unless stdin cannot be read or stdout written.
-pub fn eval(args: &EvalArgs) -> Result<ExitCode, String> {
+pub fn eval(args: &EvalArgs) -> Result<ExitCode, CliError> {
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
     let mut all_ok = true;
@@ -155,20 +156,20 @@ pub fn eval(args: &EvalArgs) -> Result<ExitCode, String> {
 /// layout as its sticks.
 fn drawing(value: &Value) -> Result<String, CalcError> {
     match value {
-        Value::Device(l) => l.render_sticks().map_err(|e| CalcError::new(e.to_string())),
+        Value::Device(l) => l.render_sticks().map_err(CalcError::caused_by),
         Value::Register(l) => Ok(format!("{}\n", l.visualize()?)),
         other => Ok(retile_layout::render_grid(&other.to_layout()?)?),
     }
 }
 
 /// `retile show`: draw a layout; on an error, point at the column.
-pub fn show(args: &ShowArgs) -> Result<ExitCode, String> {
+pub fn show(args: &ShowArgs) -> Result<ExitCode, CliError> {
     match evaluate(&args.expression).and_then(|v| drawing(&v)) {
         Ok(text) => {
             write_stdout(&text)?;
             Ok(ExitCode::SUCCESS)
         }
-        Err(e) => Err(pointed(&args.expression, &e)),
+        Err(e) => Err(pointed(&args.expression, &e).into()),
     }
 }
 

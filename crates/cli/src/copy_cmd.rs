@@ -1,5 +1,6 @@
 //! `retile plan copy`: an in-thread transpose plan for people.
 
+use crate::error::CliError;
 use std::process::ExitCode;
 
 use clap::Args;
@@ -49,9 +50,9 @@ fn printable(text: &str) -> String {
         .collect()
 }
 
-fn layout(option: &str, text: &str) -> Result<Layout, String> {
+fn layout(option: &str, text: &str) -> Result<Layout, CliError> {
     text.parse()
-        .map_err(|e| printable(&format!("{option} {text}: {e}")))
+        .map_err(|e| printable(&format!("{option} {text}: {e}")).into())
 }
 
 fn list(accesses: &[Access]) -> String {
@@ -62,7 +63,7 @@ fn list(accesses: &[Access]) -> String {
     items.join(" ")
 }
 
-fn describe(t: &Transpose, show: i64) -> Result<String, String> {
+fn describe(t: &Transpose, show: i64) -> Result<String, CliError> {
     let mut out = format!(
         "tile {:?}: loads run along dimension {}, stores along dimension {}\n\
          each thread: a {:?} block; {:?} blocks ({} for {} threads); {}\n\
@@ -85,8 +86,8 @@ fn describe(t: &Transpose, show: i64) -> Result<String, String> {
         return Ok(out + "(each thread makes over 4096 accesses; not listed)\n");
     }
     for thread in 0..show.min(t.threads) {
-        let loads = t.loads_of(thread).map_err(|e| e.to_string())?;
-        let stores = t.stores_of(thread).map_err(|e| e.to_string())?;
+        let loads = t.loads_of(thread)?;
+        let stores = t.stores_of(thread)?;
         out += &format!(
             "thread {thread}: loads {}\n          stores {}\n",
             list(&loads),
@@ -97,12 +98,13 @@ fn describe(t: &Transpose, show: i64) -> Result<String, String> {
 }
 
 /// `retile plan copy`.
-pub fn plan(args: &PlanCopyArgs) -> Result<ExitCode, String> {
+pub fn plan(args: &PlanCopyArgs) -> Result<ExitCode, CliError> {
     if !(0..=MAX_SHOWN_THREADS).contains(&args.show_threads) {
         return Err(format!(
             "--show-threads: give 0 to {MAX_SHOWN_THREADS}, got {}",
             args.show_threads
-        ));
+        )
+        .into());
     }
     let mut request = TransposeRequest::new(
         args.threads,
@@ -116,7 +118,7 @@ pub fn plan(args: &PlanCopyArgs) -> Result<ExitCode, String> {
             .map_err(|e| printable(&format!("--target: {e}")))?;
         request = request.with_target(target);
     }
-    let plan = request.plan().map_err(|e| e.to_string())?;
+    let plan = request.plan()?;
     let mut text = format!("{plan}\n");
     if let TransposePlan::Applies(t) = &plan {
         text += &describe(t, args.show_threads)?;

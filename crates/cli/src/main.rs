@@ -5,12 +5,15 @@
 mod bench_cmd;
 mod calc_cmd;
 mod copy_cmd;
+mod error;
 mod stream_cmd;
 
 use std::io::Write;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+
+use crate::error::CliError;
 
 /// Tensor layouts and moving data between them, fast.
 #[derive(Parser)]
@@ -84,16 +87,18 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Some(Command::Eval(args)) => calc_cmd::eval(&args),
         Some(Command::Show(args)) => calc_cmd::show(&args),
-        Some(Command::Plan(PlanCommand::Stream(args))) => stream_cmd::plan(&args),
+        Some(Command::Plan(PlanCommand::Stream(args))) => {
+            stream_cmd::plan(&args).map_err(CliError::from)
+        }
         Some(Command::Plan(PlanCommand::Copy(args))) => copy_cmd::plan(&args),
-        Some(Command::Stream(args)) => stream_cmd::stream(&args),
+        Some(Command::Stream(args)) => stream_cmd::stream(&args).map_err(CliError::from),
         #[cfg(feature = "cuda")]
         Some(Command::Bench(BenchCommand::Gpu(args))) => bench_cmd::bench(&args),
         #[cfg(feature = "cuda")]
         Some(Command::Bench(BenchCommand::Permute(args))) => bench_cmd::bench_one(&args),
         #[cfg(not(feature = "cuda"))]
         Some(Command::Bench(BenchCommand::Gpu | BenchCommand::Permute)) => Err(NO_CUDA.into()),
-        None => stream_cmd::demo(),
+        None => stream_cmd::demo().map_err(CliError::from),
     };
     match result {
         Ok(code) => code,

@@ -93,11 +93,17 @@ fn a_stream_killed_at_any_moment_leaves_a_store_that_holds_what_it_claims() {
         child.kill().unwrap();
         child.wait().unwrap();
         if !path.join("zarr.json").exists() {
-            assert!(!after_data, "trial {trial}: no zarr.json after a plane was claimed");
+            assert!(
+                !after_data,
+                "trial {trial}: no zarr.json after a plane was claimed"
+            );
             continue; // killed before the store was made
         }
         let planes = claimed_planes_hold_the_pattern(&path, 256);
-        assert!(!after_data || planes > 0, "trial {trial}: a claimed plane was lost");
+        assert!(
+            !after_data || planes > 0,
+            "trial {trial}: a claimed plane was lost"
+        );
     }
 }
 

@@ -13,9 +13,11 @@
 
 use std::fmt;
 
-use retile_layout::{composition, idx2crd, max_common_vector, right_inverse, IntTuple, Layout};
+use retile_layout::{
+    ceil_div, composition, gcd, idx2crd, max_common_vector, right_inverse, IntTuple, Layout,
+};
 
-use crate::vector::{alignment, gcd, widest};
+use crate::vector::{alignment, widest};
 use crate::{CopyError, Result};
 
 /// What to plan: a tile (coordinates → offsets on both sides) and who moves it.
@@ -384,11 +386,6 @@ impl TransposeRequest {
             store_order,
         })
     }
-}
-
-/// `ceil(a / b)` for `a >= 0`, `b >= 1`, without overflow.
-fn ceil_div(a: i64, b: i64) -> i64 {
-    a / b + i64::from(a % b != 0)
 }
 
 impl Transpose {

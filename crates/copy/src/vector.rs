@@ -1,17 +1,8 @@
 //! The widest vector both sides of a copy allow.
 
-use retile_layout::{max_common_vector, Layout};
+use retile_layout::{gcd, max_common_vector, Layout};
 
 use crate::{CopyError, Result};
-
-/// Greatest common divisor (non-negative).
-pub(crate) fn gcd(a: i64, b: i64) -> i64 {
-    if b == 0 {
-        a.abs()
-    } else {
-        gcd(b, a % b)
-    }
-}
 
 /// The gcd of the strides of `layout`'s non-unit, non-contiguous modes: a
 /// vector of `w` elements stays aligned only if `w` divides it (0 = no

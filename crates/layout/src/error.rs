@@ -196,9 +196,29 @@ pub(crate) fn div_rem(a: i64, b: i64) -> (i64, i64) {
     }
 }
 
-/// `ceil(a / b)` for `a >= 0`, `b > 0`.
+/// `ceil(a / b)` for `a >= 0`, `b > 0` (CuTe's `ceil_div` on integers).
+///
+/// ```
+/// assert_eq!(retile_layout::ceil_div(7, 2), 4);
+/// assert_eq!(retile_layout::ceil_div(8, 2), 4);
+/// assert_eq!(retile_layout::ceil_div(0, 3), 0);
+/// ```
 #[inline]
-pub(crate) fn ceil_div(a: i64, b: i64) -> i64 {
+pub fn ceil_div(a: i64, b: i64) -> i64 {
     let (q, r) = div_rem(a, b);
     q + i64::from(r != 0)
+}
+
+/// The greatest common divisor of `a` and `b`, never negative (`gcd(0, 0)` is 0).
+///
+/// ```
+/// assert_eq!(retile_layout::gcd(12, -18), 6);
+/// assert_eq!(retile_layout::gcd(0, 5), 5);
+/// ```
+pub fn gcd(a: i64, b: i64) -> i64 {
+    let (mut a, mut b) = (a.unsigned_abs(), b.unsigned_abs());
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a as i64
 }

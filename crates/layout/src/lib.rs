@@ -39,7 +39,7 @@ pub use coalesce::{coalesce, coalesce_profile, filter};
 pub use complement::complement;
 pub use composition::{composition, composition_tiler};
 pub use divide::{flat_divide, logical_divide, tiled_divide, zipped_divide};
-pub use error::{LayoutError, Result};
+pub use error::{ceil_div, gcd, LayoutError, Result};
 pub use int_tuple::IntTuple;
 pub use inverse::{left_inverse, max_common_layout, max_common_vector, right_inverse};
 pub use layout::{crd2idx, idx2crd, Layout};

@@ -373,8 +373,18 @@ fn the_notes_examples_hold() {
         "(2,3):(1,8)"
     );
     // CUTLASS's unit tests: strides that do not divide evenly, answered as C++ answers them
-    assert_eq!(complement(&l("(4,6):(1,6)"), &IntTuple::Int(34)).unwrap().to_string(), "1:0");
-    assert_eq!(complement(&l("(4,10):(1,10)"), &IntTuple::Int(94)).unwrap().to_string(), "2:4");
+    assert_eq!(
+        complement(&l("(4,6):(1,6)"), &IntTuple::Int(34))
+            .unwrap()
+            .to_string(),
+        "1:0"
+    );
+    assert_eq!(
+        complement(&l("(4,10):(1,10)"), &IntTuple::Int(94))
+            .unwrap()
+            .to_string(),
+        "2:4"
+    );
     let product = logical_product(&l("(4,6):(1,6)"), &"3:1".parse::<Tiler>().unwrap()).unwrap();
     assert_eq!(product.to_string(), "((4,6),3):((1,6),36)");
     // a layout that is not injective is still refused

@@ -38,7 +38,7 @@ fn show(py: Python<'_>, expr: &str) -> PyResult<String> {
     py.allow_threads(move || {
         let value = calc_evaluate(&expr)?;
         match &value {
-            Value::Device(l) => l.render_sticks().map_err(|e| CalcError::new(e.to_string())),
+            Value::Device(l) => l.render_sticks().map_err(CalcError::caused_by),
             Value::Register(l) => Ok(format!("{}\n", l.visualize()?)),
             other => Ok(retile_layout::render_grid(&other.to_layout()?)?),
         }

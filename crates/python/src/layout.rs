@@ -502,7 +502,10 @@ fn blocked_product(a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<Layou
 ///     '((2,4),(3,1)):((4,1),(8,0))'
 #[pyfunction]
 fn raked_product(a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<Layout> {
-    wrap(retile_layout::raked_product(&*as_layout(a)?, &*as_layout(b)?))
+    wrap(retile_layout::raked_product(
+        &*as_layout(a)?,
+        &*as_layout(b)?,
+    ))
 }
 
 /// A layout ``R`` with ``L(R(i)) == i`` on the largest contiguous prefix.

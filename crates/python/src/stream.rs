@@ -8,8 +8,8 @@ use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use retile_stream::{
-    default_axes, open_output, Axis, Backend, Codec, DType, Method, MultiscaleStream,
-    NgffOptions, Output, PyramidOptions, Shuffle, StreamError, StreamSpec, Summary, ZarrOptions,
+    default_axes, open_output, Axis, Backend, Codec, DType, Method, MultiscaleStream, NgffOptions,
+    Output, PyramidOptions, Shuffle, StreamError, StreamSpec, Summary, ZarrOptions,
 };
 
 /// A stream error as the Python exception of its kind, with the same one-line message.
@@ -303,7 +303,10 @@ impl Stream {
                         given.join(", ")
                     )));
                 }
-                Output { pyramid, ..Default::default() }
+                Output {
+                    pyramid,
+                    ..Default::default()
+                }
             }
             Some(path) => {
                 let ngff_options = match is_ngff {
@@ -512,15 +515,30 @@ fn ngff_options(
     let names = names.unwrap_or_else(|| defaults.iter().map(|a| a.name.clone()).collect());
     let kinds = kinds.unwrap_or_else(|| defaults.iter().map(|a| a.kind.clone()).collect());
     let units = units.unwrap_or_else(|| vec![None; rank]);
-    for (what, n) in [("dim_names", names.len()), ("dim_types", kinds.len()), ("units", units.len())] {
+    for (what, n) in [
+        ("dim_names", names.len()),
+        ("dim_types", kinds.len()),
+        ("units", units.len()),
+    ] {
         if n != rank {
-            return Err(PyValueError::new_err(format!("{what} has {n} entries for {rank} dimensions")));
+            return Err(PyValueError::new_err(format!(
+                "{what} has {n} entries for {rank} dimensions"
+            )));
         }
     }
     let axes = (0..rank)
-        .map(|d| Axis::new(&names[d], &kinds[d], units[d].as_deref().filter(|u| !u.is_empty())))
+        .map(|d| {
+            Axis::new(
+                &names[d],
+                &kinds[d],
+                units[d].as_deref().filter(|u| !u.is_empty()),
+            )
+        })
         .collect();
-    Ok(NgffOptions { axes: Some(axes), scale })
+    Ok(NgffOptions {
+        axes: Some(axes),
+        scale,
+    })
 }
 
 /// Registers the class.

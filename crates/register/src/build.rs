@@ -1,6 +1,8 @@
 //! The primitive layouts: spatial, local, their column-major forms,
 //! replication and `auto_local_spatial`.
 
+use retile_layout::gcd;
+
 use crate::{has_repeats, product, py_list, RegisterError, RegisterLayout, Result};
 
 /// One thread per element, threads numbered row-major.
@@ -128,14 +130,6 @@ pub fn auto_local_spatial(num_threads: i64, shape: &[i64]) -> Result<RegisterLay
         &spatial_modes,
         &layout.local_modes,
     )
-}
-
-fn gcd(a: i64, b: i64) -> i64 {
-    if b == 0 {
-        a
-    } else {
-        gcd(b, a % b)
-    }
 }
 
 fn reversed_ranks(n: usize) -> Vec<i64> {

@@ -53,10 +53,19 @@ impl AnyStream {
             #[cfg(not(feature = "cuda"))]
             Backend::Cuda => {
                 drop((spec, fill, sink));
-                Err(StreamError::Gpu(
-                    "this retile was built without CUDA; rebuild with `--features cuda`".into(),
+                Err(StreamError::gpu(
+                    "this retile was built without CUDA; rebuild with `--features cuda`",
                 ))
             }
+        }
+    }
+
+    /// The CUDA engine's stream, if it is one.
+    #[cfg(feature = "cuda")]
+    pub(crate) fn as_cuda_mut(&mut self) -> Option<&mut crate::cuda::CudaTileStream> {
+        match self {
+            AnyStream::Cuda(s) => Some(s),
+            AnyStream::Cpu(_) => None,
         }
     }
 

@@ -13,20 +13,23 @@ use std::time::Instant;
 
 use cudarc::driver::sys::CUdeviceptr;
 use cudarc::driver::{
-    result as cu, CudaEvent, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg,
+    result as cu, CudaEvent, CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig,
+    PushKernelArg,
 };
 use retile_copy::gpu::{c_type, cuda_error, Gpu};
 
+use crate::cuda_pyramid::DeviceHalver;
 use crate::engine::{accepted, check_complete, Worker};
 use crate::plan::StreamPlan;
+use crate::reduce::Method;
 use crate::sink::Sink;
 use crate::{StreamError, StreamSpec, Summary};
 
-fn gpu_error(e: retile_copy::CopyError) -> StreamError {
-    StreamError::Gpu(e.to_string())
+pub(crate) fn gpu_error(e: retile_copy::CopyError) -> StreamError {
+    StreamError::Gpu(e)
 }
 
-fn driver(doing: &'static str) -> impl Fn(cudarc::driver::DriverError) -> StreamError {
+pub(crate) fn driver(doing: &'static str) -> impl Fn(cudarc::driver::DriverError) -> StreamError {
     move |e| gpu_error(cuda_error(doing)(e))
 }
 
@@ -99,6 +102,8 @@ pub struct ScatterKernel {
     fill: [u64; 2],
     /// Whether indices are 64-bit (`false`: the plan proved 32 bits suffice).
     wide: bool,
+    /// The compiled kernel and its grid, made on the first launch.
+    compiled: std::sync::OnceLock<(CudaFunction, u32)>,
 }
 
 /// C code decomposing `index` over `extents` (row-major) into variables `prefix{d}`.
@@ -174,6 +179,7 @@ impl ScatterKernel {
             epoch_buffer_bytes: plan.epoch_buffer_bytes(),
             fill,
             wide,
+            compiled: std::sync::OnceLock::new(),
         }
     }
 
@@ -274,6 +280,24 @@ extern "C" __global__ void __launch_bounds__(256) retile_scatter(const elem_t* _
         &self.source
     }
 
+    /// The kernel compiled for `gpu` and its grid (one block per 256 units,
+    /// at most 32 per multiprocessor), looked up once per kernel, not per launch.
+    fn compiled(&self, gpu: &Gpu) -> Result<(&CudaFunction, u32), StreamError> {
+        if self.compiled.get().is_none() {
+            let f = gpu
+                .kernel("retile_scatter", &self.source)
+                .map_err(gpu_error)?;
+            let most = gpu.multiprocessors().map_err(gpu_error)? as u64 * 32;
+            let blocks = self.units_per_epoch.div_ceil(256).clamp(1, most) as u32;
+            let _ = self.compiled.set((f, blocks));
+        }
+        let (f, blocks) = self
+            .compiled
+            .get()
+            .ok_or_else(|| StreamError::gpu("the scatter kernel was not compiled"))?;
+        Ok((f, *blocks))
+    }
+
     /// Cuts `planes` planes of input at device address `input` into one
     /// epoch of tiles at `output`, on `stream`.
     ///
@@ -288,19 +312,13 @@ extern "C" __global__ void __launch_bounds__(256) retile_scatter(const elem_t* _
         output: CUdeviceptr,
         planes: u64,
     ) -> Result<(), StreamError> {
-        let f = gpu
-            .kernel("retile_scatter", &self.source)
-            .map_err(gpu_error)?;
-        let blocks =
-            self.units_per_epoch
-                .div_ceil(256)
-                .clamp(1, gpu.multiprocessors().map_err(gpu_error)? as u64 * 32) as u32;
+        let (f, blocks) = self.compiled(gpu)?;
         let cfg = LaunchConfig {
             grid_dim: (blocks, 1, 1),
             block_dim: (256, 1, 1),
             shared_mem_bytes: 0,
         };
-        let mut launch = stream.launch_builder(&f);
+        let mut launch = stream.launch_builder(f);
         let (planes32, units32) = (planes as u32, self.units_per_epoch as u32);
         launch
             .arg(&input)
@@ -409,6 +427,10 @@ pub struct CudaTileStream {
     capacity: Option<u64>,
     started: Instant,
     summary: Summary,
+    /// Makes the next pyramid level's planes from each shipped epoch.
+    halver: Option<DeviceHalver>,
+    /// Bytes of an incomplete plane at the end, once the input has ended.
+    ended: Option<u64>,
 }
 
 impl CudaTileStream {
@@ -439,9 +461,8 @@ impl CudaTileStream {
         let gpu = Gpu::open().map_err(gpu_error)?;
         let plan = StreamPlan::new(&spec)?;
         let kernel = ScatterKernel::new(&plan, fill, 16);
-        // compile now, so that the first epoch does not pay for NVRTC
-        gpu.kernel("retile_scatter", kernel.source_text())
-            .map_err(gpu_error)?;
+        // compiled and configured once, now, so that no epoch pays for it
+        kernel.compiled(&gpu)?;
         // every option is checked before any buffer is made
         crate::engine::check_memory(&plan)?;
         sink.begin(&plan, fill)?;
@@ -498,7 +519,99 @@ impl CudaTileStream {
             capacity,
             started: Instant::now(),
             summary,
+            halver: None,
+            ended: None,
         })
+    }
+
+    /// Makes this stream halve every epoch it ships into the next pyramid
+    /// level's planes with `method` along `halve` (every dimension), on the GPU.
+    pub(crate) fn attach_halver(
+        &mut self,
+        method: Method,
+        halve: &[bool],
+    ) -> Result<(), StreamError> {
+        self.bind()?;
+        let halver = DeviceHalver::new(&self.gpu, &self.compute, method, self.plan.spec(), halve)?;
+        self.halver = Some(halver);
+        Ok(())
+    }
+
+    fn bind(&self) -> Result<(), StreamError> {
+        self.gpu
+            .context()
+            .bind_to_thread()
+            .map_err(driver("binding the GPU to this thread"))
+    }
+
+    /// Input bytes until the current epoch is complete (and shipped).
+    pub(crate) fn bytes_to_epoch_end(&self) -> u64 {
+        self.plan.epoch_planes(self.epoch) * self.plane_bytes() - self.cursor
+    }
+
+    /// Appends `len` bytes at device address `src` once `ready` has
+    /// completed (device to device, no host copy), then records `consumed`
+    /// on the copy stream: `src` may be reused after it.
+    pub(crate) fn append_device(
+        &mut self,
+        src: CUdeviceptr,
+        len: u64,
+        ready: &CudaEvent,
+        consumed: &CudaEvent,
+    ) -> Result<(), StreamError> {
+        if self.worker.is_none() {
+            return Err(StreamError::Finished);
+        }
+        let take = accepted(self.capacity, self.taken, len as usize) as u64;
+        if take < len {
+            return Err(StreamError::Invalid(format!(
+                "a pyramid level refused {} of its parent's bytes; its shape does not match its parent's",
+                len - take
+            )));
+        }
+        self.copy_in
+            .wait(ready)
+            .map_err(driver("ordering a level's copy after its halving"))?;
+        let mut done = 0;
+        while done < len {
+            let limit = self.plan.epoch_planes(self.epoch) * self.plane_bytes();
+            let n = (limit - self.cursor).min(len - done);
+            let s = (self.epoch % 2) as usize;
+            if self.cursor == 0 {
+                self.wait_for_slot(s)?;
+            }
+            let (base, _guard) = self.slots[s].input.device_ptr(&self.copy_in);
+            // SAFETY: `n` bytes inside the caller's buffer and inside the slot's input.
+            unsafe {
+                cu::memcpy_dtod_async(
+                    base + self.cursor,
+                    src + done,
+                    n as usize,
+                    self.copy_in.cu_stream(),
+                )
+            }
+            .map_err(driver("copying a pyramid level's planes"))?;
+            drop(_guard);
+            (self.cursor, self.taken, done) = (self.cursor + n, self.taken + n, done + n);
+            if self.cursor == limit {
+                self.ship(self.plan.epoch_planes(self.epoch))?;
+            }
+        }
+        consumed
+            .record(&self.copy_in)
+            .map_err(driver("recording an event"))
+    }
+
+    /// Hands this level's oldest halved planes to `child`; false when none wait.
+    pub(crate) fn pass_ready(&mut self, child: &mut CudaTileStream) -> Result<bool, StreamError> {
+        let Some(halver) = &mut self.halver else {
+            return Ok(false);
+        };
+        let Some((src, len, ready, consumed)) = halver.take_ready(&self.compute) else {
+            return Ok(false);
+        };
+        child.append_device(src, len, ready, consumed)?;
+        Ok(true)
     }
 
     /// The plan the stream follows.
@@ -518,14 +631,11 @@ impl CudaTileStream {
     /// Appends input (any host memory; large appends from pinned memory go
     /// by DMA without a host copy); returns how many bytes were taken.
     pub fn append(&mut self, data: &[u8]) -> Result<usize, StreamError> {
-        if self.worker.is_none() {
+        if self.worker.is_none() || self.ended.is_some() {
             return Err(StreamError::Finished);
         }
         let take = accepted(self.capacity, self.taken, data.len());
-        self.gpu
-            .context()
-            .bind_to_thread()
-            .map_err(driver("binding the GPU to this thread"))?;
+        self.bind()?;
         let parts = self.append_parts(&data[..take]);
         // the caller's memory is released on return: every copy from it must be done
         let copied = self
@@ -562,14 +672,7 @@ impl CudaTileStream {
     fn copy_in_part(&mut self, part: &[u8]) -> Result<(), StreamError> {
         let s = (self.epoch % 2) as usize;
         if self.cursor == 0 {
-            // two epochs ago this slot's input was copied up and read by the kernel
-            let slot = &self.slots[s];
-            slot.arrived
-                .synchronize()
-                .map_err(driver("waiting for an earlier copy to the GPU"))?;
-            slot.scattered
-                .synchronize()
-                .map_err(driver("waiting for an earlier scatter"))?;
+            self.wait_for_slot(s)?;
         }
         if part.len() < DIRECT_BYTES {
             let (c, slot) = (self.cursor as usize, &mut self.slots[s]);
@@ -591,6 +694,18 @@ impl CudaTileStream {
         unsafe { cu::memcpy_htod_async(base + self.cursor, part, self.copy_in.cu_stream()) }
             .map_err(driver("copying input to the GPU"))?;
         Ok(())
+    }
+
+    /// Waits until slot `s`'s input, from two epochs ago, was copied up and
+    /// read by the kernels.
+    fn wait_for_slot(&self, s: usize) -> Result<(), StreamError> {
+        let slot = &self.slots[s];
+        slot.arrived
+            .synchronize()
+            .map_err(driver("waiting for an earlier copy to the GPU"))?;
+        slot.scattered
+            .synchronize()
+            .map_err(driver("waiting for an earlier scatter"))
     }
 
     /// Starts the copy of slot `s`'s staged bytes (up to the cursor) to the GPU.
@@ -638,6 +753,9 @@ impl CudaTileStream {
             self.kernel
                 .launch(&self.gpu, &self.compute, input, tiles, planes)?
         };
+        if let Some(halver) = &mut self.halver {
+            halver.halve_epoch(&self.compute, input, planes)?;
+        }
         slot.scattered
             .record(&self.compute)
             .map_err(driver("recording an event"))?;
@@ -693,24 +811,34 @@ impl CudaTileStream {
         Ok(b)
     }
 
+    /// Ships the last, incomplete epoch and halves a plane still waiting
+    /// for its pair; nothing more may be appended. Idempotent.
+    pub(crate) fn end_input(&mut self) -> Result<(), StreamError> {
+        if self.ended.is_some() || self.worker.is_none() {
+            return Ok(());
+        }
+        self.bind()?;
+        let plane_bytes = self.plane_bytes();
+        self.ended = Some(self.cursor % plane_bytes);
+        let planes_here = self.cursor / plane_bytes;
+        if planes_here > 0 {
+            self.ship(planes_here)?;
+        }
+        match &mut self.halver {
+            Some(halver) => halver.flush(&self.compute),
+            None => Ok(()),
+        }
+    }
+
     /// Flushes the last epoch, finalises the sink and returns the summary;
     /// the same errors as the CPU backend for input cut short.
     pub fn finish(&mut self) -> Result<Summary, StreamError> {
         if self.worker.is_none() {
             return Err(StreamError::Finished);
         }
-        self.gpu
-            .context()
-            .bind_to_thread()
-            .map_err(driver("binding the GPU to this thread"))?;
-        let plane_bytes = self.plane_bytes();
-        let partial = self.cursor % plane_bytes;
-        let planes_here = self.cursor / plane_bytes;
-        let mut shipped = if planes_here > 0 {
-            self.ship(planes_here)
-        } else {
-            Ok(())
-        };
+        let mut shipped = self.end_input();
+        self.bind()?;
+        let partial = self.ended.unwrap_or(0);
         // the older epoch first: sinks see epochs in order
         let older = usize::from(
             self.slots[1].outgoing.as_ref().map(|o| o.0)
@@ -721,7 +849,7 @@ impl CudaTileStream {
                 shipped = self.hand_over(s);
             }
         }
-        let planes = self.taken / plane_bytes;
+        let planes = self.taken / self.plane_bytes();
         let worker = self.worker.take().ok_or(StreamError::Finished)?;
         let closed = worker.close(planes);
         shipped?;

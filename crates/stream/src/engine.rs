@@ -2,6 +2,7 @@
 //! previous one, so memory stays at two epochs whatever the stream's length.
 
 use std::sync::mpsc::{channel, Receiver, Sender, TryRecvError};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -216,7 +217,7 @@ pub struct TileStream {
     epoch: u64,
     taken: u64,
     capacity: Option<u64>,
-    pool: rayon::ThreadPool,
+    pool: Arc<rayon::ThreadPool>,
     worker: Option<Worker<EpochBuffer>>,
     started: Instant,
     summary: Summary,
@@ -229,6 +230,18 @@ impl TileStream {
         spec: StreamSpec,
         fill: &[u8],
         threads: usize,
+        sink: Box<dyn Sink>,
+    ) -> Result<TileStream, StreamError> {
+        TileStream::with_pool(spec, fill, thread_pool(threads)?, sink)
+    }
+
+    /// [`TileStream::new`] tiling on `pool`, which other streams may share
+    /// (the levels of a pyramid do: one set of threads, none idle-spinning
+    /// while another set works).
+    pub(crate) fn with_pool(
+        spec: StreamSpec,
+        fill: &[u8],
+        pool: Arc<rayon::ThreadPool>,
         mut sink: Box<dyn Sink>,
     ) -> Result<TileStream, StreamError> {
         let esize = spec.dtype().size();
@@ -239,19 +252,10 @@ impl TileStream {
                 spec.dtype()
             )));
         }
-        if threads > MAX_THREADS {
-            return Err(StreamError::Invalid(format!(
-                "a stream tiles with 0 (all cores) to {MAX_THREADS} threads, not {threads}"
-            )));
-        }
         let plan = StreamPlan::new(&spec)?;
         let geometry = Geometry::new(&plan);
         let plane_bytes = spec.plane_elements()? * esize as u64;
         let capacity = (!spec.is_unbounded()).then(|| spec.shape()[0] * plane_bytes);
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .build()
-            .map_err(|e| StreamError::Invalid(format!("cannot start {threads} threads: {e}")))?;
         check_memory(&plan)?;
         let started = Instant::now();
         sink.begin(&plan, fill)?;
@@ -397,6 +401,20 @@ impl TileStream {
         check_complete(&self.plan, planes, partial)?;
         Ok(self.summary.clone())
     }
+}
+
+/// The threads a stream tiles with: `threads` of them, or one per core for 0.
+pub(crate) fn thread_pool(threads: usize) -> Result<Arc<rayon::ThreadPool>, StreamError> {
+    if threads > MAX_THREADS {
+        return Err(StreamError::Invalid(format!(
+            "a stream tiles with 0 (all cores) to {MAX_THREADS} threads, not {threads}"
+        )));
+    }
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .map(Arc::new)
+        .map_err(|e| StreamError::Invalid(format!("cannot start {threads} threads: {e}")))
 }
 
 /// How many of `len` bytes a stream that took `taken` accepts: all, or

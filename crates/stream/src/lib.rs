@@ -26,10 +26,14 @@ mod buffer;
 mod codec;
 #[cfg(feature = "cuda")]
 pub mod cuda;
+#[cfg(feature = "cuda")]
+mod cuda_pyramid;
 mod dest;
 mod dtype;
 mod engine;
 mod files;
+#[cfg(any(feature = "cuda", test))]
+mod halve_kernel;
 mod kernels;
 mod ngff;
 mod object;
@@ -55,6 +59,13 @@ pub use reduce::Method;
 pub use sink::{Epoch, MemorySink, NullSink, Sink, SinkStats};
 pub use zarr::{ZarrOptions, ZarrSink, MAX_WRITERS};
 
+impl StreamError {
+    /// A GPU error that is retile's own, not the driver's.
+    pub(crate) fn gpu(message: impl Into<String>) -> StreamError {
+        StreamError::Gpu(retile_copy::CopyError::Invalid(message.into()))
+    }
+}
+
 /// Errors of planning and streaming.
 #[derive(Debug, Error)]
 pub enum StreamError {
@@ -79,9 +90,10 @@ pub enum StreamError {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
-    /// The GPU backend failed or is missing; the message says what it was doing.
+    /// The GPU backend failed or is missing: what it was doing, the CUDA
+    /// driver's or compiler's error kept as the source.
     #[error("GPU: {0}")]
-    Gpu(String),
+    Gpu(#[source] retile_copy::CopyError),
     /// `append` or `finish` after `finish`.
     #[error("the stream is finished; nothing more can be appended")]
     Finished,

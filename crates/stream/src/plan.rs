@@ -116,7 +116,7 @@ pub struct TileSpan {
     pub last: u64,
 }
 
-/// The plan of a tile stream (seed 000): tile counts, the lifted layout, the
+/// The plan of a tile stream: tile counts, the lifted layout, the
 /// tile lifetime constant `C`, the live-tile bound `M`, epochs, slots and
 /// the memory they take.
 ///

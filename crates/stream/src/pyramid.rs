@@ -6,11 +6,13 @@
 //! memory stays at each level's epoch buffers plus at most two planes,
 //! whatever the stream's length.
 
+use std::sync::Arc;
 use std::time::Instant;
 
+use crate::engine::thread_pool;
 use crate::reduce::{halve_planes, Halving, Method};
 use crate::sink::{Sink, SinkStats};
-use crate::{AnyStream, Backend, StreamError, StreamPlan, StreamSpec, Summary};
+use crate::{AnyStream, Backend, StreamError, StreamPlan, StreamSpec, Summary, TileStream};
 
 /// Most levels a pyramid has.
 pub const MAX_LEVELS: usize = 32;
@@ -346,7 +348,10 @@ pub struct LevelSummary {
 /// ```
 pub struct MultiscaleStream {
     levels: Vec<Level>,
-    pool: rayon::ThreadPool,
+    /// Each level's CUDA stream halves into the next on the GPU.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    on_device: bool,
+    pool: Arc<rayon::ThreadPool>,
     started: Instant,
     finished: bool,
 }
@@ -364,29 +369,40 @@ impl MultiscaleStream {
         let started = Instant::now();
         let halve = pyramid.halved(&spec)?;
         let specs = pyramid.level_specs(&spec)?;
+        let on_device = backend == Backend::Cuda && specs.len() > 1;
+        // one pool for every level's tiling and the halving (the GPU halves
+        // on its own): pools of their own would spin while another works
+        let pool = match backend {
+            Backend::Cpu { threads } => thread_pool(threads)?,
+            Backend::Cuda => thread_pool(1)?,
+        };
         let mut levels = Vec::with_capacity(specs.len());
         for (k, level) in specs.iter().enumerate() {
-            let halver = match k + 1 < specs.len() {
+            let sink = sink(k, level)?;
+            #[cfg_attr(not(feature = "cuda"), allow(unused_mut))]
+            let mut stream = match backend {
+                Backend::Cpu { .. } => AnyStream::Cpu(Box::new(TileStream::with_pool(
+                    level.clone(),
+                    fill,
+                    pool.clone(),
+                    sink,
+                )?)),
+                Backend::Cuda => AnyStream::open(level.clone(), fill, backend, sink)?,
+            };
+            let parent = k + 1 < specs.len();
+            let halver = match parent && !on_device {
                 true => Some(Halver::new(pyramid.method, level, &halve)?),
                 false => None,
             };
-            let stream = AnyStream::open(level.clone(), fill, backend, sink(k, level)?)?;
+            #[cfg(feature = "cuda")]
+            if let (true, Some(s)) = (parent && on_device, stream.as_cuda_mut()) {
+                s.attach_halver(pyramid.method, &halve)?;
+            }
             levels.push(Level { stream, halver });
         }
-        // Made after the level streams, which refuse a thread count out of
-        // range; a stream without a pyramid halves nothing and needs one.
-        let threads = match (backend, levels.len()) {
-            (_, 1) => 1,
-            (Backend::Cpu { threads }, _) => threads,
-            (Backend::Cuda, _) => 0,
-        };
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .thread_name(|i| format!("retile-pyramid-{i}"))
-            .build()
-            .map_err(|e| StreamError::Invalid(format!("cannot start {threads} threads: {e}")))?;
         Ok(MultiscaleStream {
             levels,
+            on_device,
             pool,
             started,
             finished: false,
@@ -442,6 +458,10 @@ impl MultiscaleStream {
         if self.finished {
             return Err(StreamError::Finished);
         }
+        #[cfg(feature = "cuda")]
+        if self.on_device {
+            return crate::cuda_pyramid::append(&mut self.device_levels()?, data);
+        }
         let (first, rest) = self.levels.split_first_mut().ok_or(StreamError::Finished)?;
         let taken = first.stream.append(data)?;
         if let Some(halver) = &mut first.halver {
@@ -460,6 +480,11 @@ impl MultiscaleStream {
             return Err(StreamError::Finished);
         }
         self.finished = true;
+        #[cfg(feature = "cuda")]
+        if self.on_device {
+            let results = crate::cuda_pyramid::finish(&mut self.device_levels()?);
+            return self.first_error_or_combined(results);
+        }
         let mut first_error = None;
         for k in 0..self.levels.len() {
             let (head, rest) = self.levels.split_at_mut(k + 1);
@@ -470,19 +495,30 @@ impl MultiscaleStream {
                 }
             }
         }
-        let mut summaries = Vec::new();
-        for level in &mut self.levels {
-            match level.stream.finish() {
-                Ok(s) => summaries.push(s),
-                Err(e) => {
-                    first_error.get_or_insert(e);
-                }
-            }
+        let results: Vec<_> = self.levels.iter_mut().map(|l| l.stream.finish()).collect();
+        match first_error {
+            Some(e) => Err(e),
+            None => self.first_error_or_combined(results),
         }
-        if let Some(e) = first_error {
-            return Err(e);
-        }
+    }
+
+    /// The first level's error, or the levels' summaries combined.
+    fn first_error_or_combined(
+        &self,
+        results: Vec<Result<Summary, StreamError>>,
+    ) -> Result<Summary, StreamError> {
+        let summaries = results.into_iter().collect::<Result<Vec<_>, _>>()?;
         Ok(self.combine(summaries))
+    }
+
+    /// Every level's CUDA stream, level 0 first.
+    #[cfg(feature = "cuda")]
+    fn device_levels(&mut self) -> Result<Vec<&mut crate::cuda::CudaTileStream>, StreamError> {
+        self.levels
+            .iter_mut()
+            .map(|l| l.stream.as_cuda_mut())
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| StreamError::gpu("a pyramid level is not on the GPU"))
     }
 
     /// Level 0's summary, with the levels' sinks added up and listed.

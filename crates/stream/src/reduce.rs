@@ -91,6 +91,10 @@ pub(crate) trait Element: Pod + PartialOrd + Send + Sync {
     fn is_nan(self) -> bool {
         false
     }
+    /// The sign bit (set for -0.0).
+    fn sign_bit(self) -> bool {
+        false
+    }
 }
 
 /// `sum / 2^log2` rounded half to even, for integer sums, without a
@@ -144,16 +148,54 @@ macro_rules! float_element {
             fn is_nan(self) -> bool {
                 self != self
             }
+            fn sign_bit(self) -> bool {
+                self.is_sign_negative()
+            }
         }
     )*};
 }
 
 float_element!(
-    f16: f16::to_f64, f16::from_f64;
-    bf16: bf16::to_f64, bf16::from_f64;
-    f32: |v: f32| v as f64, |v: f64| v as f32;
-    f64: |v: f64| v, |v: f64| v
+    f16: f16::to_f64, |v| f16::from_bits(narrow(v, 10, 5));
+    bf16: bf16::to_f64, |v| bf16::from_bits(narrow(v, 7, 8));
+    f32: |v: f32| v as f64, |v: f64| if v.is_nan() { f32::NAN } else { v as f32 };
+    f64: |v: f64| v, |v: f64| if v.is_nan() { f64::NAN } else { v }
 );
+
+/// `2^n` as an `f64` (`n` within the normal exponents).
+fn power_of_two(n: i32) -> f64 {
+    f64::from_bits(((n + 1023) as u64) << 52)
+}
+
+/// The bits of `v` rounded to nearest, ties to even, in a binary float of
+/// `mantissa` stored bits and `exponent` bits (f16: 10, 5; bf16: 7, 8),
+/// in one rounding (the `half` crate rounds f64 through f32 on CPUs with
+/// F16C, or drops the low 32 bits for bf16: twice, and not the same on
+/// every CPU). NaN becomes the positive quiet NaN, as a mean of any float
+/// type does; the GPU's halving kernel rounds with the same steps.
+///
+/// ```ignore
+/// assert_eq!(narrow(512.25 + 2f64.powi(-26), 10, 5), 0x6001); // 512.5, not 512
+/// ```
+pub(crate) fn narrow(v: f64, mantissa: i32, exponent: i32) -> u16 {
+    let sign = ((v.to_bits() >> 63) as u16) << 15;
+    let bias = (1 << (exponent - 1)) - 1;
+    let infinity = (((1u32 << exponent) - 1) << mantissa) as u16;
+    if v.is_nan() {
+        return infinity | (1 << (mantissa - 1));
+    }
+    let a = v.abs();
+    // the binade of `a`, or the subnormals' exponent below the normals
+    let e = ((a.to_bits() >> 52) as i32 - 1023).max(1 - bias);
+    if e > bias {
+        return sign | infinity;
+    }
+    // a = q * 2^(e - mantissa): q in [2^mantissa, 2^(mantissa+1)] for a
+    // normal, [0, 2^mantissa] for a subnormal; its top carries into the exponent
+    let q = (a * power_of_two(mantissa - e)).round_ties_even() as u32;
+    let bits = (((e + bias - 1) as u32) << mantissa) + q;
+    sign | bits.min(u32::from(infinity)) as u16
+}
 
 /// The geometry of one halving: the parent's plane (every dimension but
 /// the first), which of its dimensions are halved, and the child's plane.
@@ -185,6 +227,24 @@ impl Halving {
 
     fn last(&self) -> usize {
         self.parent.len() - 1
+    }
+
+    /// The parent's plane extents.
+    #[cfg(any(feature = "cuda", test))]
+    pub fn parent(&self) -> &[u64] {
+        &self.parent
+    }
+
+    /// The child's plane extents.
+    #[cfg(any(feature = "cuda", test))]
+    pub fn child(&self) -> &[u64] {
+        &self.child
+    }
+
+    /// Which plane dimensions are halved.
+    #[cfg(any(feature = "cuda", test))]
+    pub fn halves(&self) -> &[bool] {
+        &self.halve
     }
 
     /// Elements in one parent plane.
@@ -542,13 +602,22 @@ fn fold_row<T: Element>(
     }
 }
 
+/// NaN-free elements in order, -0 before +0 (so that the middle elements,
+/// and the median's sign, do not depend on how the sort breaks ties).
+fn total_order<T: Element>(a: &T, b: &T) -> std::cmp::Ordering {
+    let negative = |v: &T| v.sign_bit();
+    a.partial_cmp(b)
+        .unwrap_or(std::cmp::Ordering::Equal)
+        .then_with(|| negative(b).cmp(&negative(a)))
+}
+
 /// The median of `block` (one element, or an even number): the mean of the
 /// two middle elements, rounded as a mean; NaN if any element is NaN.
 fn median<T: Element>(block: &mut [T]) -> T {
     if let Some(&nan) = block.iter().find(|v| v.is_nan()) {
         return nan;
     }
-    block.sort_unstable_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+    block.sort_unstable_by(total_order);
     match block.len() {
         1 => block[0],
         n => T::mean(block[n / 2 - 1].widen() + block[n / 2].widen(), 1),
@@ -571,6 +640,67 @@ mod tests {
             u64::MAX
         ); // max - 0.25
         assert_eq!(<i64 as Element>::mean(i64::MIN as i128 * 8, 3), i64::MIN);
+    }
+
+    #[test]
+    fn sixteen_bit_floats_are_rounded_once_from_the_exact_mean() {
+        // 512.25 + 2^-26 lies just above the tie between 512 and 512.5:
+        // rounded through f32 it becomes the tie, and goes to 512
+        assert_eq!(
+            narrow(512.25 + power_of_two(-26), 10, 5),
+            f16::from_f32(512.5).to_bits()
+        );
+        // 128.5 + 2^-40 lies just above the tie between 128 and 129 in bf16
+        // (its low bits are the ones `half` drops)
+        assert_eq!(
+            narrow(128.5 + power_of_two(-40), 7, 8),
+            bf16::from_f32(129.0).to_bits()
+        );
+        for (v, bits) in [
+            (0.0, 0x0000),
+            (-0.0, 0x8000),
+            (65504.0, 0x7BFF),
+            (65519.99, 0x7BFF),
+            (65520.0, 0x7C00), // the tie above the largest goes to infinity
+            (-1e300, 0xFC00),
+            (power_of_two(-24), 0x0001), // the smallest subnormal
+            (power_of_two(-25), 0x0000), // its half: a tie, to even 0
+            (1.5 * power_of_two(-25), 0x0001),
+            (power_of_two(-14) * (1.0 - power_of_two(-12)), 0x0400), // rounds up into the normals
+            (f64::NAN, 0x7E00),
+            (-f64::NAN, 0x7E00),
+        ] {
+            assert_eq!(narrow(v, 10, 5), bits, "{v:e}");
+        }
+        // every f16 goes back to itself
+        for bits in 0..=u16::MAX {
+            let h = f16::from_bits(bits);
+            if !h.is_nan() {
+                assert_eq!(narrow(h.to_f64(), 10, 5), bits);
+            }
+            let b = bf16::from_bits(bits);
+            if !b.is_nan() {
+                assert_eq!(narrow(b.to_f64(), 7, 8), bits);
+            }
+        }
+    }
+
+    #[test]
+    fn a_mean_over_a_nan_is_the_quiet_nan_and_medians_order_zeros() {
+        let negative_nan = f64::from_bits(0xFFF8_0000_0000_0001);
+        assert_eq!(
+            <f64 as Element>::mean(negative_nan, 1).to_bits(),
+            f64::NAN.to_bits()
+        );
+        assert_eq!(
+            <f32 as Element>::mean(negative_nan, 1).to_bits(),
+            f32::NAN.to_bits()
+        );
+        let mut block = [0.0f32, -0.0, -0.0, 1.0];
+        // sorted -0, -0, 0, 1: the middle two are -0 and 0, whose sum is +0
+        assert_eq!(median(&mut block).to_bits(), 0);
+        let mut block = [0.0f32, -0.0, -0.0, -1.0];
+        assert_eq!(median(&mut block).to_bits(), (-0.0f32).to_bits());
     }
 
     #[test]

@@ -3,17 +3,9 @@
 
 use retile_stream::*;
 
-/// Peak resident memory since the last reset, in bytes.
-fn peak() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
-    line.split_whitespace()
-        .nth(1)
-        .unwrap()
-        .parse::<u64>()
-        .unwrap()
-        * 1024
-}
+mod common;
+#[cfg(target_os = "linux")]
+use common::peak;
 
 /// A pyramid (the append dimension halved too, so that every level holds
 /// a plane back) written to Zarr: memory is the same at 1x and 8x the
@@ -40,8 +32,13 @@ fn memory_stays_flat_at_eight_times_the_length() {
         };
         std::fs::write("/proc/self/clear_refs", "5").unwrap();
         let before = peak();
-        let output = Output { zarr: Some(zarr), pyramid: Some(pyramid.clone()), ngff: None };
-        let mut stream = open_output(spec.clone(), &[0], Backend::Cpu { threads: 2 }, &output).unwrap();
+        let output = Output {
+            zarr: Some(zarr),
+            pyramid: Some(pyramid.clone()),
+            ngff: None,
+        };
+        let mut stream =
+            open_output(spec.clone(), &[0], Backend::Cpu { threads: 2 }, &output).unwrap();
         let piece = vec![3u8; 3 << 20];
         for _ in 0..(epochs * epoch_bytes).div_ceil(piece.len() as u64) {
             stream.append(&piece).unwrap();

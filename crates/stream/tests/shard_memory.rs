@@ -3,17 +3,9 @@
 
 use retile_stream::*;
 
-/// Peak resident memory since the last reset, in bytes.
-fn peak() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
-    line.split_whitespace()
-        .nth(1)
-        .unwrap()
-        .parse::<u64>()
-        .unwrap()
-        * 1024
-}
+mod common;
+#[cfg(target_os = "linux")]
+use common::peak;
 
 /// Memory stays at two epochs of tiles whatever the shard depth: a shard 8
 /// epochs deep holds no epoch back, only its index and a partial block.
