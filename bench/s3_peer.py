@@ -17,6 +17,7 @@ store is read back with zarr-python over s3fs and checked on three planes.
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -78,11 +79,12 @@ class Server:
             self.proc = subprocess.Popen(["timeout", "1800", S3S_FS, "--host", "127.0.0.1", "--port", str(self.port),
                                           "--access-key", "testing", "--secret-key", "testing", root],
                                          stdout=open(self.log, "w"), stderr=subprocess.STDOUT,
-                                         env=dict(os.environ, RUST_LOG="s3s=debug"))
+                                         env=dict(os.environ, RUST_LOG="s3s=debug"), start_new_session=True)
             self.pattern = r"resolved route, op:"
         else:
             self.proc = subprocess.Popen(["timeout", "1800", SERVER_PYTHON, "-m", "moto.server", "-H", "127.0.0.1",
-                                          "-p", str(self.port)], stdout=subprocess.DEVNULL, stderr=open(self.log, "w"))
+                                          "-p", str(self.port)], stdout=subprocess.DEVNULL, stderr=open(self.log, "w"),
+                                         start_new_session=True)
             self.pattern = r'"(GET|PUT|POST|DELETE|HEAD) '
         for _ in range(300):
             try:
@@ -102,7 +104,8 @@ class Server:
             return sum(1 for line in f if re.search(self.pattern, line))
 
     def stop(self):
-        self.proc.kill()
+        # the server and `timeout` around it: their own process group
+        os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc.wait()
 
 

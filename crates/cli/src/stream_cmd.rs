@@ -12,7 +12,8 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use retile_stream::{
     default_axes, open_output, Axis, Backend, Codec, DType, Method, MultiscaleStream, NgffOptions,
-    Output, PyramidOptions, S3Options, Shuffle, StreamPlan, StreamSpec, Summary, ZarrOptions,
+    Output, PyramidOptions, S3Options, S3Traffic, Shuffle, StreamPlan, StreamSpec, Summary,
+    ZarrOptions,
 };
 
 /// Bytes read from the input per append.
@@ -463,6 +464,7 @@ fn output(args: &StreamArgs, rank: usize) -> Result<Output, CliError> {
                     )
                 },
             )?,
+            traffic: Some(std::sync::Arc::new(S3Traffic::default())),
             ..Default::default()
         },
     };
@@ -580,7 +582,14 @@ pub fn stream(args: &StreamArgs) -> Result<ExitCode, CliError> {
     };
     let mut tiles = open_output(spec, &fill, backend, &output)?;
     finish_cleanly_on_interrupt();
-    run(&mut tiles, source, expected, args.output.as_ref())
+    let traffic = output.zarr.as_ref().and_then(|z| z.s3.traffic.clone());
+    run(
+        &mut tiles,
+        source,
+        expected,
+        args.output.as_ref(),
+        traffic.as_deref(),
+    )
 }
 
 fn progress_bar(expected: Option<u64>) -> ProgressBar {
@@ -606,11 +615,14 @@ enum Ending {
 
 /// Streams `source` into `tiles`; whatever happens to the input, every
 /// byte taken is written and the store closed before an error is returned.
+/// The progress bar counts the input, and with `traffic` (object storage)
+/// the bytes uploaded and requests made.
 fn run(
     tiles: &mut MultiscaleStream,
     mut source: Source,
     expected: Option<u64>,
     output: Option<&PathBuf>,
+    traffic: Option<&S3Traffic>,
 ) -> Result<ExitCode, CliError> {
     let bar = progress_bar(expected);
     let mut buf = vec![0u8; PIECE_BYTES];
@@ -631,6 +643,13 @@ fn run(
         let taken = tiles.append(piece)?;
         busy += started.elapsed().as_secs_f64();
         bar.inc(taken as u64);
+        if let Some(t) = traffic.filter(|t| t.requests() > 0) {
+            bar.set_message(format!(
+                "uploaded {} in {} requests",
+                indicatif::HumanBytes(t.uploaded_bytes()),
+                t.requests()
+            ));
+        }
         if taken < n {
             break Ending::Excess;
         }
@@ -740,6 +759,7 @@ pub fn demo() -> Result<ExitCode, CliError> {
         },
         Some(total * 2),
         Some(&path),
+        None,
     )?;
     say(format_args!("\nmore: retile --help; retile stream --help; retile eval 'logical_divide((4,2,3):(2,1,8), 4:2)'\n"))?;
     Ok(code)

@@ -1,6 +1,6 @@
 //! Zarr stores in S3-compatible object storage, through the `object_store`
-//! crate: chunks and small shards go up as one `PUT` each; an object of a
-//! part or more ([`PART_BYTES`]) as a multipart upload fed as its epochs
+//! crate: chunks and small shards go up as one `PUT` each; an object of
+//! more than a part ([`PART_BYTES`], and a little) as a multipart upload fed as its epochs
 //! land, a few parts in flight, completed when the object is closed (a
 //! shard: with its index) and aborted if anything fails or the stream is
 //! dropped first. Requests are retried with exponential backoff on
@@ -32,6 +32,10 @@ use crate::StreamError;
 /// uploaded with a single `PUT`.
 pub const PART_BYTES: usize = 8 << 20;
 
+/// Bytes past a whole part kept before the part goes up: an object of at
+/// most `PART_BYTES + SLACK_BYTES` is one `PUT`.
+const SLACK_BYTES: usize = 1 << 20;
+
 /// How long an abandoned multipart upload may take to abort before it is
 /// left to the bucket's lifecycle rules.
 const ABORT_WAIT: Duration = Duration::from_secs(5);
@@ -48,7 +52,7 @@ const RUNTIME_THREADS: usize = 4;
 /// let s3 = retile_stream::S3Options { allow_http: true, ..Default::default() };
 /// assert_eq!(s3.retries, 10);
 /// ```
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct S3Options {
     /// Allow a plain `http://` endpoint (data and signatures unencrypted);
     /// also allowed by `AWS_ALLOW_HTTP=true`.
@@ -66,6 +70,34 @@ pub struct S3Options {
     /// for a program that writes to several stores, or takes its
     /// settings from elsewhere.
     pub config: Vec<(String, String)>,
+    /// Counters of the bytes uploaded and requests made, added to as they
+    /// happen (for a progress display); shared by every store written
+    /// with these options (the levels of a pyramid).
+    pub traffic: Option<Arc<S3Traffic>>,
+}
+
+/// Bytes uploaded and requests made so far, read while a stream runs.
+///
+/// ```
+/// let t = retile_stream::S3Traffic::default();
+/// assert_eq!(t.uploaded_bytes(), 0);
+/// ```
+#[derive(Debug, Default)]
+pub struct S3Traffic {
+    uploaded: AtomicU64,
+    requests: AtomicU64,
+}
+
+impl S3Traffic {
+    /// Bytes of objects completed (metadata included).
+    pub fn uploaded_bytes(&self) -> u64 {
+        self.uploaded.load(Ordering::Relaxed)
+    }
+
+    /// Requests made.
+    pub fn requests(&self) -> u64 {
+        self.requests.load(Ordering::Relaxed)
+    }
 }
 
 impl Default for S3Options {
@@ -76,6 +108,7 @@ impl Default for S3Options {
             retry_timeout: Duration::from_secs(120),
             backoff: Duration::from_millis(100),
             config: Vec::new(),
+            traffic: None,
         }
     }
 }
@@ -88,6 +121,7 @@ pub(crate) struct Bucket {
     runtime: tokio::runtime::Runtime,
     uploaded: AtomicU64,
     requests: AtomicU64,
+    shared: Option<Arc<S3Traffic>>,
 }
 
 /// What the server said, as one line (its XML answer cut to its code and
@@ -220,6 +254,7 @@ impl Bucket {
             runtime,
             uploaded: AtomicU64::new(0),
             requests: AtomicU64::new(0),
+            shared: options.traffic.clone(),
         })
     }
 
@@ -249,6 +284,10 @@ impl Bucket {
     fn count(&self, requests: u64, bytes: u64) {
         self.requests.fetch_add(requests, Ordering::Relaxed);
         self.uploaded.fetch_add(bytes, Ordering::Relaxed);
+        if let Some(shared) = &self.shared {
+            shared.requests.fetch_add(requests, Ordering::Relaxed);
+            shared.uploaded.fetch_add(bytes, Ordering::Relaxed);
+        }
     }
 
     /// Bytes uploaded (objects completed) and requests made.
@@ -356,16 +395,17 @@ impl Upload {
         self.offset
     }
 
-    /// Appends `bytes`; every whole part goes up once a byte after it is
-    /// pushed (an object of one part or less is one `PUT`).
+    /// Appends `bytes`; a whole part goes up once [`SLACK_BYTES`] more
+    /// follow it, so that an object of a part and a little more (a shard
+    /// of 8 MiB of chunks and its index) is one `PUT`, not a multipart
+    /// upload of two parts.
     pub fn push(&mut self, mut bytes: &[u8]) -> Result<(), DestError> {
         self.offset += bytes.len() as u64;
         while !bytes.is_empty() {
-            if self.pending.len() == PART_BYTES {
-                let part = std::mem::take(&mut self.pending);
-                self.send(part)?;
+            if self.pending.len() == PART_BYTES + SLACK_BYTES {
+                self.send_first_part()?;
             }
-            let n = (PART_BYTES - self.pending.len()).min(bytes.len());
+            let n = (PART_BYTES + SLACK_BYTES - self.pending.len()).min(bytes.len());
             if self.pending.capacity() == 0 {
                 self.pending.reserve_exact(n);
             }
@@ -373,6 +413,13 @@ impl Upload {
             bytes = &bytes[n..];
         }
         Ok(())
+    }
+
+    /// Sends the first [`PART_BYTES`] of the pending bytes as a part.
+    fn send_first_part(&mut self) -> Result<(), DestError> {
+        let rest = self.pending.split_off(PART_BYTES.min(self.pending.len()));
+        let part = std::mem::replace(&mut self.pending, rest);
+        self.send(part)
     }
 
     /// Starts uploading `part`, the multipart upload first if need be, and
@@ -416,8 +463,14 @@ impl Upload {
             self.bucket.put(&self.key, bytes)?;
             return Ok(self.offset);
         }
-        if !bytes.is_empty() {
-            self.send(bytes)?;
+        // every part but the last of one size, the last no larger
+        self.pending = bytes;
+        if self.pending.len() > PART_BYTES {
+            self.send_first_part()?;
+        }
+        let last = std::mem::take(&mut self.pending);
+        if !last.is_empty() {
+            self.send(last)?;
         }
         let Some(mut multipart) = self.multipart.take() else {
             return Err("the multipart upload was not started".into());

@@ -164,6 +164,7 @@ fn s3(endpoint: &str) -> S3Options {
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect(),
+        traffic: Some(Arc::new(S3Traffic::default())),
     }
 }
 
@@ -493,6 +494,15 @@ fn a_pyramid_goes_up_as_an_ome_zarr_image() {
     let summary = s.finish().unwrap();
     assert_eq!(summary.levels.len(), 3);
     assert!(summary.sink.requests > 0);
+    // the live counters, shared by the levels, count what every level's
+    // sink did, and the group's metadata besides
+    let traffic = output
+        .zarr
+        .as_ref()
+        .and_then(|z| z.s3.traffic.clone())
+        .unwrap();
+    assert_eq!(traffic.requests(), summary.sink.requests + 2);
+    assert!(traffic.uploaded_bytes() > summary.sink.uploaded_bytes);
     let client = moto.client();
     let keys: Vec<String> = objects(&client, "image.ome.zarr")
         .into_iter()
@@ -870,5 +880,20 @@ fn a_chunk_of_exactly_one_part_is_one_put() {
     let dir = tempfile::tempdir().unwrap();
     let (shape, read) = read_back(&client, "onepart", dir.path());
     assert_eq!(shape, vec![4, 1024, 2048]);
+    assert_same(&read, &data, "read back");
+    // a shard of 8 MiB of chunks and its index: one PUT too
+    let opts = ZarrOptions {
+        shard: Some(vec![1, 2, 1]),
+        ..options(&format!("s3://{BUCKET}/onepartshard"), s3(&moto.endpoint()))
+    };
+    let (_, data) = stream(vec![0, 1024, 2048], 2, vec![2, 512, 2048], opts, 1 << 20).unwrap();
+    let listed = objects(&client, "onepartshard");
+    assert!(
+        listed.iter().any(|(k, size, etag)| k == "c/0/0/0"
+            && *size == PART_BYTES as u64 + 36
+            && !etag.contains('-')),
+        "{listed:?}"
+    );
+    let (_, read) = read_back(&client, "onepartshard", tempfile::tempdir().unwrap().path());
     assert_same(&read, &data, "read back");
 }
