@@ -28,6 +28,8 @@ import numpy as np
 import zarr
 import acquire_zarr as az
 
+from frames import frames_file
+
 retile, work = os.path.abspath(sys.argv[1]), sys.argv[2]
 planes = int(os.environ.get("PEER_PLANES", "256"))
 H = W = int(os.environ.get("PEER_SIZE", "2048"))
@@ -39,19 +41,6 @@ CASES = [
     ("shards 1x4x4, none", (64, 256, 256), (1, 4, 4), "none"),
     ("shards 1x4x4, blosc-lz4:1", (64, 256, 256), (1, 4, 4), "blosc-lz4:1"),
 ]
-
-
-def frames_file():
-    raw = os.path.join(work, f"frames-{planes}-{H}.raw")
-    if not os.path.exists(raw):
-        rng = np.random.default_rng(7)
-        yy, xx = np.mgrid[0:H, 0:W]
-        scene = (200 + 800 * (np.sin(yy / 97.0) * np.cos(xx / 61.0)) ** 2).astype(np.uint16)
-        with open(raw, "wb") as f:
-            for t in range(planes):
-                (scene + rng.integers(0, 64, size=(H, W), dtype=np.uint16) + (t % 50)).astype(np.uint16).tofile(f)
-    subprocess.run(["cat", raw], stdout=subprocess.DEVNULL, check=True)
-    return raw
 
 
 def disk_ceiling():
@@ -139,7 +128,7 @@ def check_retile(out, frames):
     return ok, [a.shape for a in levels]
 
 
-raw = frames_file()
+raw = frames_file(work, planes, H, W)
 frames = np.memmap(raw, dtype=np.uint16, mode="r", shape=(planes, H, W))
 gb = planes * H * W * 2 / 1e9
 print(f"{planes} frames of {H}x{W} u16 ({gb:.2f} GB), page-cached, mean pyramid of {LEVELS} levels; "

@@ -15,19 +15,13 @@ import time
 import numpy as np
 import retile
 
+from frames import frames_file
+
 exe, work = os.path.abspath(sys.argv[1]), sys.argv[2]
 planes = int(sys.argv[3]) if len(sys.argv) > 3 else 256
 H = W = 2048
 os.makedirs(work, exist_ok=True)
-raw = os.path.join(work, f"frames-{planes}.raw")
-if not os.path.exists(raw):
-    rng = np.random.default_rng(7)
-    yy, xx = np.mgrid[0:H, 0:W]
-    scene = (200 + 800 * (np.sin(yy / 97.0) * np.cos(xx / 61.0)) ** 2).astype(np.uint16)
-    with open(raw, "wb") as f:
-        for t in range(planes):
-            (scene + rng.integers(0, 64, size=(H, W), dtype=np.uint16) + (t % 50)).astype(np.uint16).tofile(f)
-subprocess.run(["cat", raw], stdout=subprocess.DEVNULL, check=True)  # into the page cache
+raw = frames_file(work, planes, H, W)  # page-cached
 frames = np.memmap(raw, dtype=np.uint16, mode="r", shape=(planes, H, W))
 gb = planes * H * W * 2 / 1e9
 CASES = [("shards 1x4x4, none", (1, 4, 4), "none"), ("shards 1x4x4, blosc-lz4:1", (1, 4, 4), "blosc-lz4:1"),

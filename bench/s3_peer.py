@@ -28,6 +28,8 @@ import numpy as np
 import zarr
 import acquire_zarr as az
 
+from frames import frames_file
+
 retile, work = os.path.abspath(sys.argv[1]), sys.argv[2]
 planes = int(os.environ.get("PEER_PLANES", "128"))
 H = W = int(os.environ.get("PEER_SIZE", "2048"))
@@ -45,19 +47,6 @@ CASES = [
     ("4 MiB shards, blosc-lz4:1", (32, 128, 128), (1, 2, 2), "blosc-lz4:1"),
     ("128 MiB shards, none", (64, 256, 256), (1, 4, 4), "none"),
 ]
-
-
-def frames_file():
-    raw = os.path.join(work, f"frames-{planes}-{H}.raw")
-    if not os.path.exists(raw):
-        rng = np.random.default_rng(7)
-        yy, xx = np.mgrid[0:H, 0:W]
-        scene = (200 + 800 * (np.sin(yy / 97.0) * np.cos(xx / 61.0)) ** 2).astype(np.uint16)
-        with open(raw, "wb") as f:
-            for t in range(planes):
-                (scene + rng.integers(0, 64, size=(H, W), dtype=np.uint16) + (t % 50)).astype(np.uint16).tofile(f)
-    subprocess.run(["cat", raw], stdout=subprocess.DEVNULL, check=True)
-    return raw
 
 
 class Server:
@@ -163,7 +152,7 @@ if len(sys.argv) > 3 and sys.argv[3] == "--acquire":
     acquire_child(sys.argv[4], ints(sys.argv[5]), ints(sys.argv[6]), sys.argv[7])
     sys.exit(0)
 
-raw = frames_file()
+raw = frames_file(work, planes, H, W)
 frames = np.memmap(raw, dtype=np.uint16, mode="r", shape=(planes, H, W))
 gb = planes * H * W * 2 / 1e9
 server_name = "s3s-fs" if S3S_FS else "moto"
