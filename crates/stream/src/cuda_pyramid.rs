@@ -286,6 +286,9 @@ pub(crate) fn append(
     let mut taken = 0;
     while taken < data.len() {
         let n = (levels[0].bytes_to_epoch_end() as usize).min(data.len() - taken);
+        if n == 0 {
+            break; // a bounded stream is full: the rest is refused
+        }
         let here = levels[0].append(&data[taken..taken + n])?;
         taken += here;
         pass_down(levels, 0)?;

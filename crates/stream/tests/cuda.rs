@@ -289,3 +289,41 @@ fn gpu_pyramids_match_the_cpu_pyramids_byte_for_byte() {
     }
     assert!(compared >= 80, "only {compared} cases had a pyramid");
 }
+
+/// Input past a bounded stream's shape is refused, not looped on, when the
+/// GPU makes the pyramid; every level holds what the CPU's holds.
+#[test]
+#[ignore = "needs an NVIDIA GPU with its driver and NVRTC: run with --ignored on a GPU machine"]
+fn a_full_bounded_pyramid_on_the_gpu_refuses_the_rest() {
+    use retile_stream::{Backend, Method, MultiscaleStream, PyramidOptions};
+    let spec = StreamSpec::new(DType::U16, vec![5, 6, 10], vec![2, 4, 4]).unwrap();
+    let pyramid = PyramidOptions {
+        method: Method::Mean,
+        downsample: Some(vec![true, true, true]),
+        levels: Some(3),
+    };
+    let plane = 6 * 10 * 2;
+    let data = data_for(&spec, 7, 2, 9);
+    let mut stored = Vec::new();
+    for backend in [Backend::Cpu { threads: 1 }, Backend::Cuda] {
+        let sinks = [MemorySink::new(), MemorySink::new(), MemorySink::new()];
+        let mut s = MultiscaleStream::new(spec.clone(), &[0, 0], backend, &pyramid, |k, _| {
+            Ok(Box::new(sinks[k].clone()))
+        })
+        .unwrap();
+        assert_eq!(s.append(&data).unwrap(), 5 * plane);
+        assert_eq!(s.append(&data[..plane]).unwrap(), 0);
+        s.finish().unwrap();
+        stored.push(
+            sinks
+                .iter()
+                .map(|k| (k.planes(), k.assemble().unwrap()))
+                .collect::<Vec<_>>(),
+        );
+    }
+    assert_eq!(stored[0], stored[1]);
+    assert_eq!(
+        stored[1].iter().map(|l| l.0).collect::<Vec<_>>(),
+        [Some(5), Some(3), Some(2)]
+    );
+}
