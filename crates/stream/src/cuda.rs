@@ -572,31 +572,23 @@ impl CudaTileStream {
         self.copy_in
             .wait(ready)
             .map_err(driver("ordering a level's copy after its halving"))?;
-        let mut done = 0;
-        while done < len {
-            let limit = self.plan.epoch_planes(self.epoch) * self.plane_bytes();
-            let n = (limit - self.cursor).min(len - done);
-            let s = (self.epoch % 2) as usize;
-            if self.cursor == 0 {
-                self.wait_for_slot(s)?;
+        self.in_epochs(len, |stream, at, n| {
+            let s = (stream.epoch % 2) as usize;
+            if stream.cursor == 0 {
+                stream.wait_for_slot(s)?;
             }
-            let (base, _guard) = self.slots[s].input.device_ptr(&self.copy_in);
+            let (base, _guard) = stream.slots[s].input.device_ptr(&stream.copy_in);
             // SAFETY: `n` bytes inside the caller's buffer and inside the slot's input.
             unsafe {
                 cu::memcpy_dtod_async(
-                    base + self.cursor,
-                    src + done,
+                    base + stream.cursor,
+                    src + at,
                     n as usize,
-                    self.copy_in.cu_stream(),
+                    stream.copy_in.cu_stream(),
                 )
             }
-            .map_err(driver("copying a pyramid level's planes"))?;
-            drop(_guard);
-            (self.cursor, self.taken, done) = (self.cursor + n, self.taken + n, done + n);
-            if self.cursor == limit {
-                self.ship(self.plan.epoch_planes(self.epoch))?;
-            }
-        }
+            .map_err(driver("copying a pyramid level's planes"))
+        })?;
         consumed
             .record(&self.copy_in)
             .map_err(driver("recording an event"))
@@ -649,16 +641,28 @@ impl CudaTileStream {
 
     /// Copies `src` epoch by epoch, shipping each full epoch; copies from
     /// `src` may still run when this returns.
-    fn append_parts(&mut self, mut src: &[u8]) -> Result<(), StreamError> {
-        while !src.is_empty() {
-            let limit = self.plan.epoch_planes(self.epoch) * self.plane_bytes();
-            let n = ((limit - self.cursor) as usize).min(src.len());
+    fn append_parts(&mut self, src: &[u8]) -> Result<(), StreamError> {
+        self.in_epochs(src.len() as u64, |s, at, n| {
             let started = Instant::now();
-            self.copy_in_part(&src[..n])?;
-            self.summary.scatter_seconds += started.elapsed().as_secs_f64();
-            self.cursor += n as u64;
-            self.taken += n as u64;
-            src = &src[n..];
+            s.copy_in_part(&src[at as usize..(at + n) as usize])?;
+            s.summary.scatter_seconds += started.elapsed().as_secs_f64();
+            Ok(())
+        })
+    }
+
+    /// Walks `len` bytes of input epoch by epoch: `put(self, at, n)` puts
+    /// bytes `at..at + n` at the cursor, and each epoch filled is shipped.
+    fn in_epochs(
+        &mut self,
+        len: u64,
+        mut put: impl FnMut(&mut Self, u64, u64) -> Result<(), StreamError>,
+    ) -> Result<(), StreamError> {
+        let mut done = 0;
+        while done < len {
+            let limit = self.plan.epoch_planes(self.epoch) * self.plane_bytes();
+            let n = (limit - self.cursor).min(len - done);
+            put(self, done, n)?;
+            (self.cursor, self.taken, done) = (self.cursor + n, self.taken + n, done + n);
             if self.cursor == limit {
                 self.ship(self.plan.epoch_planes(self.epoch))?;
             }
