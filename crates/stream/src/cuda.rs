@@ -146,10 +146,9 @@ impl ScatterKernel {
         let tile_elems: u64 = tile.iter().product();
         let tiles_per_epoch = plan.m();
         let units_per_tile = tile_elems / p as u64;
-        let units_per_slot = plan.slot_bytes() / unit as u64;
+        let units_per_slot = plan.tile_map().slot_elements() / p as u64;
         let units_per_epoch = units_per_tile * tiles_per_epoch;
-        let plane: u64 = shape[1..].iter().product();
-        let epoch_input_bytes = tile[0] * plane * e as u64;
+        let epoch_input_bytes = plan.epoch_elements() * e as u64;
         let mut pattern = [0u8; 16];
         for (i, b) in pattern.iter_mut().enumerate() {
             *b = fill.get(i % e).copied().unwrap_or(0);
@@ -158,7 +157,7 @@ impl ScatterKernel {
             u64::from_le_bytes(pattern[..8].try_into().unwrap_or([0; 8])),
             u64::from_le_bytes(pattern[8..].try_into().unwrap_or([0; 8])),
         ];
-        let limit = (plan.epoch_buffer_bytes() / e as u64).max(tile[0] * plane);
+        let limit = (plan.epoch_buffer_bytes() / e as u64).max(plan.epoch_elements());
         let wide = limit >= (1 << 31);
         let source = Self::source(
             plan,
@@ -197,7 +196,7 @@ impl ScatterKernel {
         let mut intra_extents: Vec<u64> = tile.to_vec();
         intra_extents[r - 1] /= p as u64;
         let counts: Vec<u64> = plan.tile_counts()[1..].to_vec();
-        let plane: u64 = shape[1..].iter().product();
+        let map = plan.tile_map();
         let mut body = split("intra", &intra_extents, "i");
         body += &format!("    i{} *= {p}u;\n", r - 1);
         body += &split("tile", &counts, "t");
@@ -211,11 +210,13 @@ impl ScatterKernel {
         if r == 1 {
             body += "    src = plane; run = plane; edge = planes;\n";
         } else {
-            body += &format!("    ok = plane < planes; src = plane * {plane}ull;\n");
-            let mut stride = 1u64;
+            body += &format!(
+                "    ok = plane < planes; src = plane * {}ull;\n",
+                map.input_strides(0).0
+            );
             for d in (1..r).rev() {
-                body += &format!("    {{ idx_t g = t{}*{}u + i{d}; ok = ok && g < {}u; src += g * {stride}u; }}\n", d - 1, tile[d], shape[d]);
-                stride *= shape[d];
+                let (sn, st) = map.input_strides(d);
+                body += &format!("    {{ idx_t g = t{}*{}u + i{d}; ok = ok && g < {}u; src += t{} * {st}u + i{d} * {sn}u; }}\n", d - 1, tile[d], shape[d], d - 1);
             }
             body += &format!(
                 "    run = t{}*{}u + i{}; edge = {}u;\n",

@@ -42,6 +42,7 @@ mod pyramid;
 mod reduce;
 mod scatter;
 mod shard;
+mod tile_map;
 mod sink;
 mod zarr;
 
@@ -57,6 +58,7 @@ pub use plan::{StreamPlan, StreamSpec, TileSpan, MAX_LISTED_TILES};
 pub use pyramid::{LevelSummary, MultiscaleStream, PyramidOptions, MAX_LEVELS};
 pub use reduce::Method;
 pub use sink::{Epoch, MemorySink, NullSink, Sink, SinkStats};
+pub use tile_map::TileMap;
 pub use zarr::{ZarrOptions, ZarrSink, MAX_WRITERS};
 
 impl StreamError {

@@ -6,6 +6,7 @@ use std::fmt;
 use retile_layout::{logical_divide, IntTuple, Layout, Tiler};
 use serde::Serialize;
 
+use crate::tile_map::TileMap;
 use crate::{DType, StreamError};
 
 /// Most tiles a plan lists.
@@ -132,9 +133,8 @@ pub struct TileSpan {
 pub struct StreamPlan {
     spec: StreamSpec,
     counts: Vec<u64>,
-    lifted: Layout,
-    /// `(stride(n_d), stride(t_d))` per dimension, read off `lifted`.
-    strides: Vec<(u64, u64)>,
+    /// Where every element lives, in the input and in the epoch buffers.
+    map: TileMap,
 }
 
 impl StreamPlan {
@@ -147,7 +147,7 @@ impl StreamPlan {
             .zip(&spec.tile)
             .map(|(&s, &n)| if s == 0 { n } else { s })
             .collect();
-        let counts = extents
+        let counts: Vec<u64> = extents
             .iter()
             .zip(&spec.tile)
             .map(|(&s, &n)| s.div_ceil(n))
@@ -170,24 +170,21 @@ impl StreamPlan {
                 .collect::<Result<_, _>>()?,
         );
         let lifted = logical_divide(&input, &tiler)?;
-        let strides = (0..spec.shape.len())
-            .map(|d| lifted_strides_of(spec, &lifted, d))
-            .collect();
-        let plan = StreamPlan {
-            spec: spec.clone(),
-            counts,
-            lifted,
-            strides,
-        };
-        let buffer = plan.counts[1..]
-            .iter()
-            .try_fold(plan.slot_bytes(), |a, &t| a.checked_mul(t));
+        let esize = spec.dtype.size() as u64;
+        let slot = slot_bytes_of(spec.tile.iter().product::<u64>() * esize);
+        let buffer = counts[1..].iter().try_fold(slot, |a, &t| a.checked_mul(t));
         if buffer.is_none_or(|b| b > i64::MAX as u64 / 4) {
             return Err(StreamError::Invalid(
                 "one epoch of tiles would not fit in 61 bits of bytes: use fewer or smaller tiles"
                     .into(),
             ));
         }
+        let map = TileMap::new(lifted, &spec.shape, &spec.tile, &counts, slot / esize)?;
+        let plan = StreamPlan {
+            spec: spec.clone(),
+            counts,
+            map,
+        };
         Ok(plan)
     }
 
@@ -205,7 +202,13 @@ impl StreamPlan {
     /// The lifted layout in CuTe form, fastest mode first: mode `k` is
     /// `(n, t):(stride(n), stride(t))` of the `k`-th fastest dimension.
     pub fn lifted_layout(&self) -> &Layout {
-        &self.lifted
+        self.map.input_layout()
+    }
+
+    /// Where every element lives, in the input and in the epoch buffers:
+    /// the one source of tile placement.
+    pub fn tile_map(&self) -> &TileMap {
+        &self.map
     }
 
     /// The lifted shape, slowest first: `[t_0, n_0, t_1, n_1, ...]`.
@@ -221,7 +224,7 @@ impl StreamPlan {
     pub fn lifted_strides(&self) -> Vec<u64> {
         (0..self.spec.shape.len())
             .flat_map(|d| {
-                let (sn, st) = self.strides[d];
+                let (sn, st) = self.map.input_strides(d);
                 [st, sn]
             })
             .collect()
@@ -229,9 +232,7 @@ impl StreamPlan {
 
     /// `C`: how many input indices after its first a full tile receives its last.
     pub fn c(&self) -> u64 {
-        (0..self.spec.shape.len())
-            .map(|d| (self.spec.tile[d] - 1) * self.strides[d].0)
-            .sum()
+        self.map.reach()
     }
 
     /// `M`: tiles live at once, the product of the tile counts of all
@@ -242,7 +243,7 @@ impl StreamPlan {
 
     /// Input elements in one epoch (`stride(t_0)`).
     pub fn epoch_elements(&self) -> u64 {
-        self.strides[0].1
+        self.map.input_strides(0).1
     }
 
     /// Planes of input in epoch `epoch`: the slowest tile extent, fewer in
@@ -290,11 +291,7 @@ impl StreamPlan {
     /// assert_eq!(plan(vec![64, 64, 64]).slot_bytes(), 512 * 1024 + 64);
     /// ```
     pub fn slot_bytes(&self) -> u64 {
-        let tile = self.tile_bytes();
-        match tile % 4096 {
-            0 => tile + 64,
-            _ => tile,
-        }
+        slot_bytes_of(self.tile_bytes())
     }
 
     /// Bytes of one epoch's buffer: the ring of `M` slots.
@@ -324,23 +321,11 @@ impl StreamPlan {
     }
 
     fn span_of(&self, tile: &[u64]) -> TileSpan {
-        let mut first = 0;
-        let mut extent_span = 0;
-        for (d, &t) in tile.iter().enumerate() {
-            let (sn, st) = self.strides[d];
-            let n = self.spec.tile[d];
-            let s = if self.spec.shape[d] == 0 {
-                u64::MAX
-            } else {
-                self.spec.shape[d]
-            };
-            first += t * st;
-            extent_span += (n.min(s - t * n) - 1) * sn;
-        }
+        let (first, last) = self.map.span(tile);
         TileSpan {
             tile: tile.to_vec(),
             first,
-            last: first + extent_span,
+            last,
         }
     }
 
@@ -406,7 +391,7 @@ impl StreamPlan {
             "tile": self.spec.tile,
             "unbounded": unbounded,
             "tile_counts": counts,
-            "lifted_layout": self.lifted.to_string(),
+            "lifted_layout": self.lifted_layout().to_string(),
             "lifted_shape": lifted_shape,
             "lifted_strides": self.lifted_strides(),
             "C": self.c(),
@@ -421,23 +406,12 @@ impl StreamPlan {
     }
 }
 
-/// `(stride(n_d), stride(t_d))` of dimension `d` (slowest first), as input
-/// element strides, from mode `rank-1-d` of the lifted layout. A stride of an
-/// extent-1 mode is arbitrary in CuTe; the plan reports the seed's value there.
-fn lifted_strides_of(spec: &StreamSpec, lifted: &Layout, d: usize) -> (u64, u64) {
-    let k = spec.shape.len() - 1 - d;
-    let mode = lifted
-        .mode(k)
-        .map(|m| m.flat_modes().to_vec())
-        .unwrap_or_default();
-    let (n, sn) = mode.first().copied().unwrap_or((1, 0));
-    let inner: u64 = spec.shape[d + 1..].iter().product();
-    let stride_n = if n == 1 { inner } else { sn as u64 };
-    let stride_t = match mode.get(1) {
-        Some(&(t, st)) if t > 1 => st as u64,
-        _ => stride_n * spec.tile[d],
-    };
-    (stride_n, stride_t)
+/// Bytes of a slot holding a tile of `tile_bytes`: see [`StreamPlan::slot_bytes`].
+fn slot_bytes_of(tile_bytes: u64) -> u64 {
+    match tile_bytes % 4096 {
+        0 => tile_bytes + 64,
+        _ => tile_bytes,
+    }
 }
 
 fn to_tuple(values: &[i64]) -> IntTuple {
@@ -469,7 +443,7 @@ impl fmt::Display for StreamPlan {
         writeln!(
             f,
             "  lifted layout   {}  (CuTe, fastest mode first: (n,t):(stride n, stride t))",
-            self.lifted
+            self.lifted_layout()
         )?;
         writeln!(f, "  lifted shape    {:?}", self.lifted_shape())?;
         writeln!(f, "  lifted strides  {:?}", self.lifted_strides())?;

@@ -11,6 +11,7 @@
 
 use crate::kernels::{copy_columns, copy_runs, store_fence, RegisterTranspose};
 use crate::plan::StreamPlan;
+use crate::tile_map::TileMap;
 
 /// Bytes each tile receives per block of input rows, at least: one whole
 /// cache line, so that narrow segments fill the lines they start (and
@@ -38,10 +39,8 @@ pub(crate) struct Geometry {
     pub slot_bytes: usize,
     /// Extent (within an epoch) and tile extent of each row dimension, slowest first.
     row_dims: Vec<(usize, usize)>,
-    /// Tiles per dimension for dimensions 1.., slowest first.
-    counts: Vec<usize>,
-    /// Tile extents of all dimensions.
-    tile: Vec<usize>,
+    /// Where each element goes.
+    map: TileMap,
     /// How tile columns of one-element segments move, when in registers.
     transpose: Option<RegisterTranspose>,
 }
@@ -69,11 +68,7 @@ impl Geometry {
             slot_bytes: plan.slot_bytes() as usize,
             transpose: RegisterTranspose::plan(seg_bytes),
             row_dims,
-            counts: plan.tile_counts()[1..]
-                .iter()
-                .map(|&t| t as usize)
-                .collect(),
-            tile,
+            map: plan.tile_map().clone(),
         }
     }
 
@@ -85,27 +80,18 @@ impl Geometry {
     /// For row `r`: the byte offset of its first segment in the buffer, and
     /// how many rows from `r` on form a group.
     fn row_place(&self, r: usize) -> (usize, usize) {
-        let rank = self.tile.len();
         let mut rest = r;
-        let mut tile_index = 0;
-        let mut intra = 0;
+        let mut offset = 0;
         let mut group = 1;
-        let mut tile_weight = self.counts.last().copied().unwrap_or(1);
-        let mut intra_step = self.tile[rank - 1];
         for (d, &(extent, n)) in self.row_dims.iter().enumerate().rev() {
             let x = rest % extent;
             rest /= extent;
             if d == self.row_dims.len() - 1 {
                 group = (n - x % n).min(extent - x);
             }
-            if d > 0 {
-                tile_index += (x / n) * tile_weight;
-                tile_weight *= self.counts[d - 1];
-            }
-            intra += (x % n) * intra_step;
-            intra_step *= n;
+            offset += self.map.place(d, x as u64) as usize;
         }
-        (tile_index * self.slot_bytes + intra * self.esize, group)
+        (offset * self.esize, group)
     }
 
     /// Copies input bytes `[start, start + src.len())` of the epoch into `buf`.

@@ -5,7 +5,8 @@
 //! dimension, so the files of one *row* (the shards of one range of
 //! epochs) are open together while those epochs land.
 
-use crate::plan::{ravel, unravel, StreamPlan};
+use crate::plan::{unravel, StreamPlan};
+use crate::tile_map::TileMap;
 use crate::StreamError;
 
 /// The bytes of the shard indexes of one row that a stream may hold.
@@ -24,6 +25,8 @@ pub(crate) struct ShardGrid {
     /// Files per dimension after the first.
     files: Vec<u64>,
     sharded: bool,
+    /// Where the tiles are in the epoch buffer.
+    map: TileMap,
 }
 
 /// One tile of an epoch as a file holds it.
@@ -55,6 +58,7 @@ impl ShardGrid {
             shape,
             files,
             sharded: shard.is_some(),
+            map: plan.tile_map().clone(),
         };
         grid.check_index_memory()?;
         Ok(grid)
@@ -120,14 +124,12 @@ impl ShardGrid {
         (0..per_epoch)
             .filter_map(|local| {
                 let local_coords = unravel(local, &self.shape[1..]);
-                let global: Vec<u64> = origin
-                    .iter()
-                    .zip(&local_coords)
-                    .map(|(o, l)| o + l)
+                let tile: Vec<u64> = std::iter::once(0)
+                    .chain(origin.iter().zip(&local_coords).map(|(o, l)| o + l))
                     .collect();
-                let inside = global.iter().zip(&self.counts).all(|(g, c)| g < c);
+                let inside = tile[1..].iter().zip(&self.counts).all(|(g, c)| g < c);
                 inside.then(|| Member {
-                    slot: ravel(&global, &self.counts) as usize,
+                    slot: self.map.slot(&tile) as usize,
                     inner: (depth_pos * per_epoch + local) as usize,
                 })
             })

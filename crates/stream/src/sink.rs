@@ -36,9 +36,7 @@ impl Epoch<'_> {
 
     /// Tile coordinates (slowest first, the epoch first) of tile `slot`.
     pub fn tile_coords(&self, slot: usize) -> Vec<u64> {
-        let mut coords = vec![self.index];
-        coords.extend(unravel(slot as u64, &self.plan.tile_counts()[1..]));
-        coords
+        self.plan.tile_map().tile_of_slot(self.index, slot as u64)
     }
 }
 
@@ -183,25 +181,12 @@ impl MemorySink {
         let esize = spec.dtype().size();
         let mut shape: Vec<usize> = spec.shape().iter().map(|&v| v as usize).collect();
         shape[0] = s.planes as usize;
-        let tile: Vec<usize> = spec.tile().iter().map(|&v| v as usize).collect();
+        let extents: Vec<u64> = shape.iter().map(|&v| v as u64).collect();
         let total: usize = shape.iter().product();
         let mut out = vec![0u8; total * esize];
-        let mut coord = vec![0usize; shape.len()];
         for i in 0..total {
-            let mut rest = i;
-            for d in (0..shape.len()).rev() {
-                coord[d] = rest % shape[d];
-                rest /= shape[d];
-            }
-            let key: Vec<u64> = coord
-                .iter()
-                .zip(&tile)
-                .map(|(&x, &n)| (x / n) as u64)
-                .collect();
-            let intra = coord
-                .iter()
-                .zip(&tile)
-                .fold(0, |acc, (&x, &n)| acc * n + x % n);
+            let (key, intra) = plan.tile_map().locate(&unravel(i as u64, &extents));
+            let intra = intra as usize;
             let t = s.tiles.get(&key)?;
             out[i * esize..(i + 1) * esize].copy_from_slice(&t[intra * esize..(intra + 1) * esize]);
         }
