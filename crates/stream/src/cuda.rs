@@ -19,10 +19,10 @@ use cudarc::driver::{
 use retile_copy::gpu::{c_type, cuda_error, Gpu};
 
 use crate::cuda_pyramid::DeviceHalver;
-use crate::engine::{accepted, check_complete, Worker};
 use crate::plan::StreamPlan;
 use crate::reduce::Method;
 use crate::sink::Sink;
+use crate::state::{plan_stream, Filler, StreamState};
 use crate::{StreamError, StreamSpec, Summary};
 
 pub(crate) fn gpu_error(e: retile_copy::CopyError) -> StreamError {
@@ -413,7 +413,7 @@ struct Slot {
 /// A stream of row-major data cut into tiles on the GPU; the same contract
 /// as [`TileStream`](crate::TileStream), byte-identical output.
 pub struct CudaTileStream {
-    plan: StreamPlan,
+    state: StreamState<PinnedBuffer>,
     gpu: Gpu,
     kernel: ScatterKernel,
     copy_in: Arc<CudaStream>,
@@ -421,13 +421,6 @@ pub struct CudaTileStream {
     copy_out: Arc<CudaStream>,
     slots: [Slot; 2],
     host_free: Vec<PinnedBuffer>,
-    worker: Option<Worker<PinnedBuffer>>,
-    cursor: u64,
-    epoch: u64,
-    taken: u64,
-    capacity: Option<u64>,
-    started: Instant,
-    summary: Summary,
     /// Makes the next pyramid level's planes from each shipped epoch.
     halver: Option<DeviceHalver>,
     /// Bytes of an incomplete plane at the end, once the input has ended.
@@ -449,24 +442,15 @@ impl CudaTileStream {
     pub fn new(
         spec: StreamSpec,
         fill: &[u8],
-        mut sink: Box<dyn Sink>,
+        sink: Box<dyn Sink>,
     ) -> Result<CudaTileStream, StreamError> {
-        let e = spec.dtype().size();
-        if fill.len() != e {
-            return Err(StreamError::Invalid(format!(
-                "the fill value has {} bytes; a {} element has {e}",
-                fill.len(),
-                spec.dtype()
-            )));
-        }
         let gpu = Gpu::open().map_err(gpu_error)?;
-        let plan = StreamPlan::new(&spec)?;
+        // every option is checked before any buffer is made
+        let plan = plan_stream(&spec, fill)?;
         let kernel = ScatterKernel::new(&plan, fill, 16);
         // compiled and configured once, now, so that no epoch pays for it
         kernel.compiled(&gpu)?;
-        // every option is checked before any buffer is made
-        crate::engine::check_memory(&plan)?;
-        sink.begin(&plan, fill)?;
+        let mut state = StreamState::start(plan, fill, sink)?;
         let ctx = gpu.context().clone();
         // SAFETY: every cross-stream dependency below is ordered by explicit events.
         unsafe { ctx.disable_event_tracking() };
@@ -494,18 +478,14 @@ impl CudaTileStream {
         compute
             .synchronize()
             .map_err(driver("allocating the tile ring"))?;
-        let capacity = (!spec.is_unbounded())
-            .then(|| spec.shape()[0] * (kernel.epoch_input_bytes / spec.tile()[0]));
-        let worker = Worker::spawn(plan.clone(), sink);
-        let summary = Summary {
-            buffer_bytes: HOST_BUFFERS as u64 * plan.epoch_buffer_bytes(),
-            ..Summary::default()
-        };
+        state.summary.buffer_bytes = HOST_BUFFERS as u64 * state.plan.epoch_buffer_bytes();
         let host_free = (0..HOST_BUFFERS)
             .map(|_| PinnedBuffer::new(&gpu, kernel.epoch_buffer_bytes as usize))
             .collect::<Result<Vec<_>, _>>()?;
+        // the stream's time starts at its first append, as the benchmarks count it
+        state.started = Instant::now();
         Ok(CudaTileStream {
-            plan,
+            state,
             gpu,
             kernel,
             copy_in,
@@ -513,13 +493,6 @@ impl CudaTileStream {
             copy_out,
             slots,
             host_free,
-            worker: Some(worker),
-            cursor: 0,
-            epoch: 0,
-            taken: 0,
-            capacity,
-            started: Instant::now(),
-            summary,
             halver: None,
             ended: None,
         })
@@ -533,7 +506,13 @@ impl CudaTileStream {
         halve: &[bool],
     ) -> Result<(), StreamError> {
         self.bind()?;
-        let halver = DeviceHalver::new(&self.gpu, &self.compute, method, self.plan.spec(), halve)?;
+        let halver = DeviceHalver::new(
+            &self.gpu,
+            &self.compute,
+            method,
+            self.state.plan.spec(),
+            halve,
+        )?;
         self.halver = Some(halver);
         Ok(())
     }
@@ -547,7 +526,7 @@ impl CudaTileStream {
 
     /// Input bytes until the current epoch is complete (and shipped).
     pub(crate) fn bytes_to_epoch_end(&self) -> u64 {
-        self.plan.epoch_planes(self.epoch) * self.plane_bytes() - self.cursor
+        self.state.bytes_to_epoch_end()
     }
 
     /// Appends `len` bytes at device address `src` once `ready` has
@@ -560,10 +539,7 @@ impl CudaTileStream {
         ready: &CudaEvent,
         consumed: &CudaEvent,
     ) -> Result<(), StreamError> {
-        if self.worker.is_none() {
-            return Err(StreamError::Finished);
-        }
-        let take = accepted(self.capacity, self.taken, len as usize) as u64;
+        let take = self.state.accepted(len as usize)? as u64;
         if take < len {
             return Err(StreamError::Invalid(format!(
                 "a pyramid level refused {} of its parent's bytes; its shape does not match its parent's",
@@ -574,15 +550,15 @@ impl CudaTileStream {
             .wait(ready)
             .map_err(driver("ordering a level's copy after its halving"))?;
         self.in_epochs(len, |stream, at, n| {
-            let s = (stream.epoch % 2) as usize;
-            if stream.cursor == 0 {
+            let (s, cursor) = ((stream.state.epoch % 2) as usize, stream.state.cursor);
+            if cursor == 0 {
                 stream.wait_for_slot(s)?;
             }
             let (base, _guard) = stream.slots[s].input.device_ptr(&stream.copy_in);
             // SAFETY: `n` bytes inside the caller's buffer and inside the slot's input.
             unsafe {
                 cu::memcpy_dtod_async(
-                    base + stream.cursor,
+                    base + cursor,
                     src + at,
                     n as usize,
                     stream.copy_in.cu_stream(),
@@ -609,25 +585,21 @@ impl CudaTileStream {
 
     /// The plan the stream follows.
     pub fn plan(&self) -> &StreamPlan {
-        &self.plan
+        &self.state.plan
     }
 
     /// Input bytes taken so far.
     pub fn bytes_taken(&self) -> u64 {
-        self.taken
-    }
-
-    fn plane_bytes(&self) -> u64 {
-        self.kernel.epoch_input_bytes / self.plan.spec().tile()[0]
+        self.state.taken
     }
 
     /// Appends input (any host memory; large appends from pinned memory go
     /// by DMA without a host copy); returns how many bytes were taken.
     pub fn append(&mut self, data: &[u8]) -> Result<usize, StreamError> {
-        if self.worker.is_none() || self.ended.is_some() {
+        if self.ended.is_some() {
             return Err(StreamError::Finished);
         }
-        let take = accepted(self.capacity, self.taken, data.len());
+        let take = self.state.accepted(data.len())?;
         self.bind()?;
         let parts = self.append_parts(&data[..take]);
         // the caller's memory is released on return: every copy from it must be done
@@ -646,41 +618,21 @@ impl CudaTileStream {
         self.in_epochs(src.len() as u64, |s, at, n| {
             let started = Instant::now();
             s.copy_in_part(&src[at as usize..(at + n) as usize])?;
-            s.summary.scatter_seconds += started.elapsed().as_secs_f64();
+            s.state.summary.scatter_seconds += started.elapsed().as_secs_f64();
             Ok(())
         })
-    }
-
-    /// Walks `len` bytes of input epoch by epoch: `put(self, at, n)` puts
-    /// bytes `at..at + n` at the cursor, and each epoch filled is shipped.
-    fn in_epochs(
-        &mut self,
-        len: u64,
-        mut put: impl FnMut(&mut Self, u64, u64) -> Result<(), StreamError>,
-    ) -> Result<(), StreamError> {
-        let mut done = 0;
-        while done < len {
-            let limit = self.plan.epoch_planes(self.epoch) * self.plane_bytes();
-            let n = (limit - self.cursor).min(len - done);
-            put(self, done, n)?;
-            (self.cursor, self.taken, done) = (self.cursor + n, self.taken + n, done + n);
-            if self.cursor == limit {
-                self.ship(self.plan.epoch_planes(self.epoch))?;
-            }
-        }
-        Ok(())
     }
 
     /// Puts `part` at the cursor of the current slot's device input: large
     /// parts straight from the caller's memory, small ones through the
     /// slot's staging buffer.
     fn copy_in_part(&mut self, part: &[u8]) -> Result<(), StreamError> {
-        let s = (self.epoch % 2) as usize;
-        if self.cursor == 0 {
+        let (s, cursor) = ((self.state.epoch % 2) as usize, self.state.cursor);
+        if cursor == 0 {
             self.wait_for_slot(s)?;
         }
         if part.len() < DIRECT_BYTES {
-            let (c, slot) = (self.cursor as usize, &mut self.slots[s]);
+            let (c, slot) = (cursor as usize, &mut self.slots[s]);
             let staging = match &mut slot.staging {
                 Some(buffer) => buffer,
                 staging => staging.insert(PinnedBuffer::new(
@@ -689,14 +641,14 @@ impl CudaTileStream {
                 )?),
             };
             staging.as_mut()[c..c + part.len()].copy_from_slice(part);
-            slot.pending.get_or_insert(self.cursor);
+            slot.pending.get_or_insert(cursor);
             return Ok(());
         }
         self.send_staged(s)?;
         let (base, _guard) = self.slots[s].input.device_ptr(&self.copy_in);
         // SAFETY: `append` awaits the copy before `part` goes back to the
         // caller (pageable memory the driver stages before returning).
-        unsafe { cu::memcpy_htod_async(base + self.cursor, part, self.copy_in.cu_stream()) }
+        unsafe { cu::memcpy_htod_async(base + cursor, part, self.copy_in.cu_stream()) }
             .map_err(driver("copying input to the GPU"))?;
         Ok(())
     }
@@ -720,7 +672,7 @@ impl CudaTileStream {
             return Ok(());
         };
         let (base, _guard) = slot.input.device_ptr(&self.copy_in);
-        let range = from as usize..self.cursor as usize;
+        let range = from as usize..self.state.cursor as usize;
         // SAFETY: the staging buffer lives in the slot and is not written
         // again before `arrived` (recorded after this copy) has completed.
         unsafe {
@@ -733,9 +685,76 @@ impl CudaTileStream {
         .map_err(driver("copying staged input to the GPU"))
     }
 
+    /// Gives slot `s`'s finished tiles to the sink once they reached the host.
+    fn hand_over(&mut self, s: usize) -> Result<(), StreamError> {
+        if let Some((index, planes, buffer)) = self.slots[s].outgoing.take() {
+            self.slots[s]
+                .left
+                .synchronize()
+                .map_err(driver("copying tiles to the host"))?;
+            self.state.send(index, planes, buffer)?;
+        }
+        Ok(())
+    }
+
+    /// A host buffer for an epoch's tiles: a free one, or the next the sink
+    /// gives back.
+    fn host_buffer(&mut self) -> Result<PinnedBuffer, StreamError> {
+        self.state.free_buffer(&mut self.host_free)
+    }
+
+    /// Ships the last, incomplete epoch and halves a plane still waiting
+    /// for its pair; nothing more may be appended. Idempotent.
+    pub(crate) fn end_input(&mut self) -> Result<(), StreamError> {
+        if self.ended.is_some() || self.state.finished() {
+            return Ok(());
+        }
+        self.bind()?;
+        let shipped = self.ship_last();
+        self.ended = Some(*shipped.as_ref().unwrap_or(&0));
+        shipped?;
+        match &mut self.halver {
+            Some(halver) => halver.flush(&self.compute),
+            None => Ok(()),
+        }
+    }
+
+    /// Flushes the last epoch, finalises the sink and returns the summary;
+    /// the same errors as the CPU backend for input cut short.
+    pub fn finish(&mut self) -> Result<Summary, StreamError> {
+        if self.state.finished() {
+            return Err(StreamError::Finished);
+        }
+        let mut shipped = self.end_input();
+        self.bind()?;
+        let partial = self.ended.unwrap_or(0);
+        // the older epoch first: sinks see epochs in order
+        let older = usize::from(
+            self.slots[1].outgoing.as_ref().map(|o| o.0)
+                < self.slots[0].outgoing.as_ref().map(|o| o.0),
+        );
+        for s in [older, 1 - older] {
+            if shipped.is_ok() {
+                shipped = self.hand_over(s);
+            }
+        }
+        let (summary, returned) = self.state.finish(shipped, partial)?;
+        // pinned buffers are freed when the stream is dropped: unpinning is slow
+        self.host_free.extend(returned);
+        Ok(summary)
+    }
+}
+
+impl Filler for CudaTileStream {
+    type Buffer = PinnedBuffer;
+
+    fn state(&mut self) -> &mut StreamState<PinnedBuffer> {
+        &mut self.state
+    }
+
     /// Sends the current epoch through the GPU: input up, scatter, tiles down.
-    fn ship(&mut self, planes: u64) -> Result<(), StreamError> {
-        let s = (self.epoch % 2) as usize;
+    fn ship_epoch(&mut self, planes: u64) -> Result<(), StreamError> {
+        let s = (self.state.epoch % 2) as usize;
         self.send_staged(s)?;
         // the tiles of two epochs ago left this slot long ago; the previous
         // epoch's are still on their way and are handed over next time
@@ -773,101 +792,9 @@ impl CudaTileStream {
         slot.left
             .record(&self.copy_out)
             .map_err(driver("recording an event"))?;
-        slot.outgoing = Some((self.epoch, planes, host));
+        slot.outgoing = Some((self.state.epoch, planes, host));
         drop((_r, _w));
-        self.summary.epochs += 1;
-        self.summary.tiles += self.plan.m();
-        self.epoch += 1;
-        self.cursor = 0;
         Ok(())
-    }
-
-    /// Gives slot `s`'s finished tiles to the sink once they reached the host.
-    fn hand_over(&mut self, s: usize) -> Result<(), StreamError> {
-        if let Some((index, planes, buffer)) = self.slots[s].outgoing.take() {
-            self.slots[s]
-                .left
-                .synchronize()
-                .map_err(driver("copying tiles to the host"))?;
-            self.worker
-                .as_ref()
-                .ok_or(StreamError::Finished)?
-                .send(index, planes, buffer)?;
-        }
-        Ok(())
-    }
-
-    /// A host buffer for an epoch's tiles: a free one, or the next the sink
-    /// gives back.
-    fn host_buffer(&mut self) -> Result<PinnedBuffer, StreamError> {
-        let worker = self.worker.as_ref().ok_or(StreamError::Finished)?;
-        while let Ok(returned) = worker.returned.try_recv() {
-            self.host_free.push(returned?);
-        }
-        if let Some(b) = self.host_free.pop() {
-            return Ok(b);
-        }
-        let waited = Instant::now();
-        let b = worker
-            .returned
-            .recv()
-            .map_err(|_| StreamError::Sink("the sink thread stopped".into()))??;
-        self.summary.wait_seconds += waited.elapsed().as_secs_f64();
-        Ok(b)
-    }
-
-    /// Ships the last, incomplete epoch and halves a plane still waiting
-    /// for its pair; nothing more may be appended. Idempotent.
-    pub(crate) fn end_input(&mut self) -> Result<(), StreamError> {
-        if self.ended.is_some() || self.worker.is_none() {
-            return Ok(());
-        }
-        self.bind()?;
-        let plane_bytes = self.plane_bytes();
-        self.ended = Some(self.cursor % plane_bytes);
-        let planes_here = self.cursor / plane_bytes;
-        if planes_here > 0 {
-            self.ship(planes_here)?;
-        }
-        match &mut self.halver {
-            Some(halver) => halver.flush(&self.compute),
-            None => Ok(()),
-        }
-    }
-
-    /// Flushes the last epoch, finalises the sink and returns the summary;
-    /// the same errors as the CPU backend for input cut short.
-    pub fn finish(&mut self) -> Result<Summary, StreamError> {
-        if self.worker.is_none() {
-            return Err(StreamError::Finished);
-        }
-        let mut shipped = self.end_input();
-        self.bind()?;
-        let partial = self.ended.unwrap_or(0);
-        // the older epoch first: sinks see epochs in order
-        let older = usize::from(
-            self.slots[1].outgoing.as_ref().map(|o| o.0)
-                < self.slots[0].outgoing.as_ref().map(|o| o.0),
-        );
-        for s in [older, 1 - older] {
-            if shipped.is_ok() {
-                shipped = self.hand_over(s);
-            }
-        }
-        let planes = self.taken / self.plane_bytes();
-        let worker = self.worker.take().ok_or(StreamError::Finished)?;
-        let closed = worker.close(planes);
-        shipped?;
-        let (sink_time, stats, returned) = closed?;
-        // pinned buffers are freed when the stream is dropped: unpinning is slow
-        self.host_free.extend(returned);
-        self.summary.sink_seconds = sink_time.as_secs_f64();
-        self.summary.sink = stats;
-        self.summary.bytes = self.taken;
-        self.summary.planes = planes;
-        self.summary.seconds = self.started.elapsed().as_secs_f64();
-        check_complete(&self.plan, planes, partial)?;
-        Ok(self.summary.clone())
     }
 }
 

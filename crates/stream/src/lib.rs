@@ -42,8 +42,9 @@ mod pyramid;
 mod reduce;
 mod scatter;
 mod shard;
-mod tile_map;
 mod sink;
+mod state;
+mod tile_map;
 mod zarr;
 
 use thiserror::Error;

@@ -169,7 +169,7 @@ impl PyramidOptions {
         let mut total = 0;
         for (k, level) in specs.iter().enumerate() {
             let plan = StreamPlan::new(level)?;
-            total += crate::engine::epoch_buffer_count(&plan) * plan.epoch_buffer_bytes();
+            total += crate::state::epoch_buffer_count(&plan) * plan.epoch_buffer_bytes();
             if k + 1 < specs.len() {
                 total += Halver::new(self.method, level, &halve)?.held_bytes();
             }

@@ -29,8 +29,6 @@ pub(crate) struct Geometry {
     esize: usize,
     /// Bytes of one input row.
     pub row_bytes: usize,
-    /// Rows in one full epoch.
-    pub rows: usize,
     /// Bytes of a tile's segment of a row (fastest tile extent × element).
     seg_bytes: usize,
     /// Bytes of one tile.
@@ -62,7 +60,6 @@ impl Geometry {
         Geometry {
             esize,
             row_bytes: row_elems * esize,
-            rows: row_dims.iter().map(|d| d.0).product(),
             seg_bytes,
             tile_bytes: plan.tile_bytes() as usize,
             slot_bytes: plan.slot_bytes() as usize,
@@ -70,11 +67,6 @@ impl Geometry {
             row_dims,
             map: plan.tile_map().clone(),
         }
-    }
-
-    /// Bytes of one full epoch of input.
-    pub fn epoch_bytes(&self) -> usize {
-        self.rows * self.row_bytes
     }
 
     /// For row `r`: the byte offset of its first segment in the buffer, and

@@ -223,7 +223,11 @@ impl TileMap {
     /// The first and last input index of tile `tile` (slowest first): edge
     /// tiles of ragged dimensions end early.
     pub(crate) fn span(&self, tile: &[u64]) -> (u64, u64) {
-        let first: u64 = tile.iter().zip(&self.dims).map(|(&t, m)| t * m.input.1).sum();
+        let first: u64 = tile
+            .iter()
+            .zip(&self.dims)
+            .map(|(&t, m)| t * m.input.1)
+            .sum();
         let reach: u64 = tile
             .iter()
             .zip(&self.dims)
@@ -266,8 +270,12 @@ fn input_strides(lifted: &Layout, extents: &[u64], tile: &[u64], d: usize) -> (u
 
 /// The layout over the lifted shape, fastest mode first, with the strides
 /// `strides` picks per dimension.
-fn lifted_form(dims: &[DimMap], strides: impl Fn(&DimMap) -> (u64, u64)) -> Result<Layout, StreamError> {
-    let pair = |a: u64, b: u64| IntTuple::Tuple(vec![IntTuple::Int(a as i64), IntTuple::Int(b as i64)]);
+fn lifted_form(
+    dims: &[DimMap],
+    strides: impl Fn(&DimMap) -> (u64, u64),
+) -> Result<Layout, StreamError> {
+    let pair =
+        |a: u64, b: u64| IntTuple::Tuple(vec![IntTuple::Int(a as i64), IntTuple::Int(b as i64)]);
     let shape = dims.iter().rev().map(|m| pair(m.tile, m.count)).collect();
     let stride = dims
         .iter()
@@ -277,5 +285,8 @@ fn lifted_form(dims: &[DimMap], strides: impl Fn(&DimMap) -> (u64, u64)) -> Resu
             pair(sn, st)
         })
         .collect();
-    Ok(Layout::new(IntTuple::Tuple(shape), IntTuple::Tuple(stride))?)
+    Ok(Layout::new(
+        IntTuple::Tuple(shape),
+        IntTuple::Tuple(stride),
+    )?)
 }

@@ -137,5 +137,8 @@ fn padded_slots_step_the_buffer_by_the_slot() {
     assert_eq!(map.buffer_strides(2), (1, 2080));
     assert_eq!(map.buffer_strides(1), (32, 3 * 2080));
     assert_eq!(map.buffer_strides(0), (1024, 12 * 2080));
-    assert_eq!(map.buffer_offset(&[1, 33, 65]), 1024 + 32 + 3 * 2080 + 1 + 2 * 2080);
+    assert_eq!(
+        map.buffer_offset(&[1, 33, 65]),
+        1024 + 32 + 3 * 2080 + 1 + 2 * 2080
+    );
 }
