@@ -16,6 +16,7 @@ use cudarc::driver::{
     result as cu, CudaEvent, CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig,
     PushKernelArg,
 };
+pub use retile_copy::gpu::PinnedBuffer;
 use retile_copy::gpu::{c_type, cuda_error, Gpu};
 
 use crate::cuda_pyramid::DeviceHalver;
@@ -31,59 +32,6 @@ pub(crate) fn gpu_error(e: retile_copy::CopyError) -> StreamError {
 
 pub(crate) fn driver(doing: &'static str) -> impl Fn(cudarc::driver::DriverError) -> StreamError {
     move |e| gpu_error(cuda_error(doing)(e))
-}
-
-/// Host memory the GPU can copy to and from by DMA (page-locked, cached).
-pub struct PinnedBuffer {
-    ptr: *mut u8,
-    len: usize,
-}
-
-// SAFETY: the buffer owns its allocation; nothing else aliases it.
-unsafe impl Send for PinnedBuffer {}
-
-impl PinnedBuffer {
-    /// `len` bytes of page-locked host memory, zeroed.
-    ///
-    /// ```no_run
-    /// let gpu = retile_copy::gpu::Gpu::open().unwrap();
-    /// let buffer = retile_stream::cuda::PinnedBuffer::new(&gpu, 1 << 20).unwrap();
-    /// assert_eq!(buffer.as_ref().len(), 1 << 20);
-    /// ```
-    pub fn new(gpu: &Gpu, len: usize) -> Result<PinnedBuffer, StreamError> {
-        gpu.context()
-            .bind_to_thread()
-            .map_err(driver("binding the GPU to this thread"))?;
-        // SAFETY: a plain page-locked allocation of `len` bytes (at least 1).
-        let ptr = unsafe { cu::malloc_host(len.max(1), 0) }
-            .map_err(driver("allocating pinned host memory"))? as *mut u8;
-        // SAFETY: `ptr` points to `len` writable bytes just allocated.
-        unsafe { std::ptr::write_bytes(ptr, 0, len) };
-        Ok(PinnedBuffer { ptr, len })
-    }
-}
-
-impl AsRef<[u8]> for PinnedBuffer {
-    fn as_ref(&self) -> &[u8] {
-        // SAFETY: `ptr` owns `len` initialised bytes for the buffer's life.
-        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
-    }
-}
-
-impl AsMut<[u8]> for PinnedBuffer {
-    fn as_mut(&mut self) -> &mut [u8] {
-        // SAFETY: as above, and `&mut self` makes the access unique.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
-    }
-}
-
-impl Drop for PinnedBuffer {
-    fn drop(&mut self) {
-        // SAFETY: `ptr` came from `malloc_host` and is freed once.
-        unsafe {
-            let _ = cu::free_host(self.ptr as *mut std::ffi::c_void);
-        }
-    }
 }
 
 /// Appends at least this large are copied to the GPU straight from the
@@ -481,7 +429,8 @@ impl CudaTileStream {
         state.summary.buffer_bytes = HOST_BUFFERS as u64 * state.plan.epoch_buffer_bytes();
         let host_free = (0..HOST_BUFFERS)
             .map(|_| PinnedBuffer::new(&gpu, kernel.epoch_buffer_bytes as usize))
-            .collect::<Result<Vec<_>, _>>()?;
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(gpu_error)?;
         // the stream's time starts at its first append, as the benchmarks count it
         state.started = Instant::now();
         Ok(CudaTileStream {
@@ -635,10 +584,10 @@ impl CudaTileStream {
             let (c, slot) = (cursor as usize, &mut self.slots[s]);
             let staging = match &mut slot.staging {
                 Some(buffer) => buffer,
-                staging => staging.insert(PinnedBuffer::new(
-                    &self.gpu,
-                    self.kernel.epoch_input_bytes as usize,
-                )?),
+                staging => staging.insert(
+                    PinnedBuffer::new(&self.gpu, self.kernel.epoch_input_bytes as usize)
+                        .map_err(gpu_error)?,
+                ),
             };
             staging.as_mut()[c..c + part.len()].copy_from_slice(part);
             slot.pending.get_or_insert(cursor);
