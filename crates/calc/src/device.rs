@@ -1,6 +1,6 @@
 //! The device-layout functions of the calculator.
 
-use retile_device::{DeviceDType, DeviceLayout, StridedLayout};
+use retile_device::{DType, DeviceLayout, StridedLayout};
 
 use crate::args::bind;
 use crate::value::Value;
@@ -24,11 +24,11 @@ fn sizes(v: &Value) -> Result<Vec<u64>, CalcError> {
         .collect()
 }
 
-fn dtype(v: &Value) -> Result<DeviceDType, CalcError> {
+fn dtype(v: &Value) -> Result<DType, CalcError> {
     match v {
         Value::Name(n) => n
             .parse()
-            .map_err(|e: retile_device::DeviceError| CalcError::caused_by(e)),
+            .map_err(|e: retile_layout::LayoutError| CalcError::caused_by(e)),
         other => Err(CalcError::new(format!(
             "expected a dtype such as float16, got {}",
             other.type_name()

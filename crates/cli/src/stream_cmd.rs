@@ -12,8 +12,8 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use retile_stream::{
     default_axes, open_output, Axis, Backend, Codec, DType, Method, MultiscaleStream, NgffOptions,
-    Output, PyramidOptions, S3Options, S3Traffic, Shuffle, StreamPlan, StreamSpec, Summary,
-    ZarrOptions,
+    Output, PyramidOptions, S3Options, S3Traffic, Shuffle, StreamDType, StreamPlan, StreamSpec,
+    Summary, ZarrOptions,
 };
 
 /// Bytes read from the input per append.

@@ -1,103 +1,64 @@
-//! Element types on the device and how many fit in a 128-byte stick.
+//! How element types are stored on the device: its name for each type it
+//! holds, and how many elements fit in a 128-byte stick.
 
-use std::fmt;
-use std::str::FromStr;
+use retile_layout::DType;
 
 use crate::DeviceError;
 
-/// Host element types and their device representation.
-///
-/// ```
-/// use retile_device::DeviceDType;
-/// let d: DeviceDType = "float32".parse().unwrap();
-/// assert_eq!(d.elems_per_stick(), 32);
-/// assert_eq!(d.device_name(), "IEEE_FP32");
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum DeviceDType {
-    /// float16.
-    Float16,
-    /// bfloat16.
-    BFloat16,
-    /// float32.
-    Float32,
-    /// int8.
-    Int8,
-    /// int16.
-    Int16,
-    /// int32.
-    Int32,
-    /// int64 (stored as 32-bit on the device).
-    Int64,
-    /// bool.
-    Bool,
-    /// float8_e4m3fn.
-    Float8E4M3,
-    /// float8_e5m2fnuz.
-    Float8E5M2,
-}
-
-/// (type, host name, device name, elements per stick)
-const TABLE: [(DeviceDType, &str, &str, u64); 10] = [
-    (DeviceDType::Float16, "float16", "SEN169_FP16", 64),
-    (DeviceDType::BFloat16, "bfloat16", "BFLOAT16", 64),
-    (DeviceDType::Float32, "float32", "IEEE_FP32", 32),
-    (DeviceDType::Int8, "int8", "SENINT8", 128),
-    (DeviceDType::Int16, "int16", "SENINT16", 64),
-    (DeviceDType::Int32, "int32", "IEEE_INT32", 32),
-    (DeviceDType::Int64, "int64", "IEEE_INT32", 32),
-    (DeviceDType::Bool, "bool", "SEN169_FP16", 64),
-    (DeviceDType::Float8E4M3, "float8_e4m3fn", "SEN143_FP8", 128),
-    (
-        DeviceDType::Float8E5M2,
-        "float8_e5m2fnuz",
-        "SEN152_FP8",
-        128,
-    ),
+/// (type, device name, elements per stick)
+const TABLE: [(DType, &str, u64); 10] = [
+    (DType::F16, "SEN169_FP16", 64),
+    (DType::BF16, "BFLOAT16", 64),
+    (DType::F32, "IEEE_FP32", 32),
+    (DType::I8, "SENINT8", 128),
+    (DType::I16, "SENINT16", 64),
+    (DType::I32, "IEEE_INT32", 32),
+    // int64 is stored as 32-bit on the device
+    (DType::I64, "IEEE_INT32", 32),
+    (DType::Bool, "SEN169_FP16", 64),
+    (DType::F8E4M3, "SEN143_FP8", 128),
+    (DType::F8E5M2, "SEN152_FP8", 128),
 ];
 
-impl DeviceDType {
-    fn entry(self) -> &'static (DeviceDType, &'static str, &'static str, u64) {
-        TABLE.iter().find(|e| e.0 == self).unwrap_or(&TABLE[0])
-    }
-
-    /// Every type.
-    pub fn all() -> impl Iterator<Item = DeviceDType> {
-        TABLE.iter().map(|e| e.0)
-    }
-
-    /// Elements per 128-byte stick: 128 / bytes of the device element.
-    pub fn elems_per_stick(self) -> u64 {
-        self.entry().3
-    }
-
-    /// The device's name for the type.
-    pub fn device_name(self) -> &'static str {
-        self.entry().2
-    }
+/// The element types the device holds.
+///
+/// ```
+/// assert_eq!(retile_device::device_dtypes().count(), 10);
+/// ```
+pub fn device_dtypes() -> impl Iterator<Item = DType> {
+    TABLE.iter().map(|e| e.0)
 }
 
-impl FromStr for DeviceDType {
-    type Err = DeviceError;
-
-    fn from_str(text: &str) -> Result<Self, DeviceError> {
-        let name = text.strip_prefix("torch.").unwrap_or(text);
-        TABLE
-            .iter()
-            .find(|e| e.1 == name)
-            .map(|e| e.0)
-            .ok_or_else(|| {
-                let names: Vec<&str> = TABLE.iter().map(|e| e.1).collect();
-                DeviceError::Invalid(format!(
-                    "unknown dtype '{text}'; use one of {}",
-                    names.join(", ")
-                ))
-            })
-    }
+/// The device's name for `dtype`, if the device holds it.
+///
+/// ```
+/// use retile_layout::DType;
+/// assert_eq!(retile_device::device_name(DType::F32), Some("IEEE_FP32"));
+/// assert_eq!(retile_device::device_name(DType::U16), None);
+/// ```
+pub fn device_name(dtype: DType) -> Option<&'static str> {
+    TABLE.iter().find(|e| e.0 == dtype).map(|e| e.1)
 }
 
-impl fmt::Display for DeviceDType {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.entry().1)
-    }
+/// Elements of `dtype` per 128-byte stick: 128 / bytes of the device
+/// element; an error naming the types the device holds for any other.
+///
+/// ```
+/// use retile_layout::DType;
+/// assert_eq!(retile_device::elems_per_stick(DType::F16).unwrap(), 64);
+/// assert!(retile_device::elems_per_stick(DType::F64).is_err());
+/// ```
+pub fn elems_per_stick(dtype: DType) -> Result<u64, DeviceError> {
+    TABLE
+        .iter()
+        .find(|e| e.0 == dtype)
+        .map(|e| e.2)
+        .ok_or_else(|| {
+            let held: Vec<&str> = device_dtypes().map(DType::long_name).collect();
+            DeviceError::Invalid(format!(
+                "the device holds no {} elements; use one of {}",
+                dtype.long_name(),
+                held.join(", ")
+            ))
+        })
 }

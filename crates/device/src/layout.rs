@@ -5,7 +5,9 @@ use std::fmt;
 
 use retile_layout::{IntTuple, Layout};
 
-use crate::{DeviceDType, DeviceError};
+use retile_layout::DType;
+
+use crate::{elems_per_stick, DeviceError};
 
 /// Largest device rank (host rank plus the stick dimension).
 pub const MAX_DEVICE_RANK: usize = 7;
@@ -22,8 +24,8 @@ pub const MAX_HOST_RANK: usize = 6;
 /// the host size, or whose synthetic coordinate is not 0, is padding.
 ///
 /// ```
-/// use retile_device::{DeviceDType, DeviceLayout};
-/// let l = DeviceLayout::default_for(&[512, 256], DeviceDType::Float16).unwrap();
+/// use retile_device::{DType, DeviceLayout};
+/// let l = DeviceLayout::default_for(&[512, 256], DType::F16).unwrap();
 /// assert_eq!(l.device_size(), &[4, 512, 64]);
 /// assert_eq!(l.dim_map(), &[1, 0, 1]);
 /// assert_eq!(l.host_coord(&[1, 7, 3]).unwrap(), Some(vec![7, 67]));
@@ -33,7 +35,7 @@ pub struct DeviceLayout {
     host_size: Vec<u64>,
     device_size: Vec<u64>,
     dim_map: Vec<i64>,
-    dtype: DeviceDType,
+    dtype: DType,
 }
 
 fn invalid<T>(message: String) -> Result<T, DeviceError> {
@@ -42,7 +44,7 @@ fn invalid<T>(message: String) -> Result<T, DeviceError> {
 
 impl DeviceLayout {
     /// The default layout: dimension order `0, 1, ..., rank-1`.
-    pub fn default_for(host_size: &[u64], dtype: DeviceDType) -> Result<DeviceLayout, DeviceError> {
+    pub fn default_for(host_size: &[u64], dtype: DType) -> Result<DeviceLayout, DeviceError> {
         let order: Vec<i64> = (0..host_size.len() as i64).collect();
         DeviceLayout::with_dim_order(host_size, dtype, &order)
     }
@@ -53,13 +55,13 @@ impl DeviceLayout {
     /// the stick dimension.
     ///
     /// ```
-    /// use retile_device::{DeviceDType, DeviceLayout};
-    /// let l = DeviceLayout::with_dim_order(&[512, 256], DeviceDType::Float16, &[0, 1, -1]).unwrap();
+    /// use retile_device::{DType, DeviceLayout};
+    /// let l = DeviceLayout::with_dim_order(&[512, 256], DType::F16, &[0, 1, -1]).unwrap();
     /// assert_eq!((l.device_size(), l.dim_map()), (&[256, 512, 64][..], &[1, 0, -1][..]));
     /// ```
     pub fn with_dim_order(
         host_size: &[u64],
-        dtype: DeviceDType,
+        dtype: DType,
         order: &[i64],
     ) -> Result<DeviceLayout, DeviceError> {
         if host_size.len() > MAX_HOST_RANK || order.len() > MAX_HOST_RANK {
@@ -96,7 +98,7 @@ impl DeviceLayout {
             d.push(0);
         }
         let stick = d[d.len() - 1];
-        let e = dtype.elems_per_stick();
+        let e = elems_per_stick(dtype)?;
         let mut dim_map: Vec<i64> = d[1..]
             .iter()
             .chain([&d[0], &stick])
@@ -146,17 +148,17 @@ impl DeviceLayout {
     /// every host coordinate.
     ///
     /// ```
-    /// use retile_device::{DeviceDType, DeviceLayout};
-    /// let ok = DeviceLayout::explicit(&[512, 256], &[4, 512, 64], &[1, 0, 1], DeviceDType::Float16);
+    /// use retile_device::{DType, DeviceLayout};
+    /// let ok = DeviceLayout::explicit(&[512, 256], &[4, 512, 64], &[1, 0, 1], DType::F16);
     /// assert!(ok.is_ok());
-    /// let bad = DeviceLayout::explicit(&[512, 256], &[4, 512, 32], &[1, 0, 1], DeviceDType::Float16);
+    /// let bad = DeviceLayout::explicit(&[512, 256], &[4, 512, 32], &[1, 0, 1], DType::F16);
     /// assert!(bad.unwrap_err().to_string().contains("stick"));
     /// ```
     pub fn explicit(
         host_size: &[u64],
         device_size: &[u64],
         dim_map: &[i64],
-        dtype: DeviceDType,
+        dtype: DType,
     ) -> Result<DeviceLayout, DeviceError> {
         let rank = host_size.len();
         if rank > MAX_HOST_RANK || device_size.len() > MAX_DEVICE_RANK {
@@ -182,11 +184,12 @@ impl DeviceLayout {
         if device_size.contains(&0) || host_size.contains(&0) {
             return invalid("sizes must be at least 1".into());
         }
-        let e = dtype.elems_per_stick();
+        let e = elems_per_stick(dtype)?;
         if device_size[device_size.len() - 1] != e {
             return invalid(format!(
-                "the stick dimension has extent {} but a {dtype} stick holds {e} elements",
-                device_size[device_size.len() - 1]
+                "the stick dimension has extent {} but a {} stick holds {e} elements",
+                device_size[device_size.len() - 1],
+                dtype.long_name()
             ));
         }
         let layout = DeviceLayout {
@@ -225,7 +228,7 @@ impl DeviceLayout {
     }
 
     /// The element type.
-    pub fn dtype(&self) -> DeviceDType {
+    pub fn dtype(&self) -> DType {
         self.dtype
     }
 
@@ -249,8 +252,8 @@ impl DeviceLayout {
     /// has size 1 and none is mapped).
     ///
     /// ```
-    /// use retile_device::{DeviceDType, DeviceLayout};
-    /// let l = DeviceLayout::with_dim_order(&[2, 3, 4], DeviceDType::Float32, &[0, 1, 2, -1]).unwrap();
+    /// use retile_device::{DType, DeviceLayout};
+    /// let l = DeviceLayout::with_dim_order(&[2, 3, 4], DType::F32, &[0, 1, 2, -1]).unwrap();
     /// assert_eq!(l.host_stick_dim(), Some(2));
     /// ```
     pub fn host_stick_dim(&self) -> Option<usize> {
@@ -312,8 +315,8 @@ impl DeviceLayout {
     /// The device coordinate holding a host coordinate.
     ///
     /// ```
-    /// use retile_device::{DeviceDType, DeviceLayout};
-    /// let l = DeviceLayout::default_for(&[512, 256], DeviceDType::Float16).unwrap();
+    /// use retile_device::{DType, DeviceLayout};
+    /// let l = DeviceLayout::default_for(&[512, 256], DType::F16).unwrap();
     /// assert_eq!(l.device_coord(&[7, 67]).unwrap(), vec![1, 7, 3]);
     /// ```
     pub fn device_coord(&self, host: &[u64]) -> Result<Vec<u64>, DeviceError> {
@@ -366,8 +369,8 @@ impl DeviceLayout {
     /// non-padding position.
     ///
     /// ```
-    /// use retile_device::{DeviceDType, DeviceLayout};
-    /// let l = DeviceLayout::default_for(&[512, 256], DeviceDType::Float16).unwrap();
+    /// use retile_device::{DType, DeviceLayout};
+    /// let l = DeviceLayout::default_for(&[512, 256], DType::F16).unwrap();
     /// assert_eq!(l.to_cute(&[256, 1]).unwrap().to_string(), "(64,512,4):(1,256,64)");
     /// ```
     pub fn to_cute(&self, host_stride: &[i64]) -> Result<Layout, DeviceError> {
@@ -464,7 +467,7 @@ impl fmt::Display for DeviceLayout {
             list(&self.host_size),
             list(&self.device_size),
             list(&self.dim_map),
-            self.dtype
+            self.dtype.long_name()
         )
     }
 }

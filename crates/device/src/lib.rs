@@ -6,8 +6,8 @@
 //! CuTe [`retile_layout::Layout`]s.
 //!
 //! ```
-//! use retile_device::{DeviceDType, DeviceLayout};
-//! let l = DeviceLayout::with_dim_order(&[512, 256], DeviceDType::Float16, &[0, 1, -1])?;
+//! use retile_device::{DType, DeviceLayout};
+//! let l = DeviceLayout::with_dim_order(&[512, 256], DType::F16, &[0, 1, -1])?;
 //! assert_eq!(l.to_string(), "DeviceLayout(host_size=[512, 256], device_size=[256, 512, 64], dim_map=[1, 0, -1], dtype=float16)");
 //! assert_eq!(l.host_coord(&[3, 7, 0])?, Some(vec![7, 3]));
 //! assert_eq!(l.host_coord(&[3, 7, 1])?, None);
@@ -21,8 +21,9 @@ mod view;
 
 use thiserror::Error;
 
-pub use dtype::DeviceDType;
+pub use dtype::{device_dtypes, device_name, elems_per_stick};
 pub use layout::{DeviceLayout, MAX_DEVICE_RANK, MAX_HOST_RANK};
+pub use retile_layout::DType;
 pub use strided::StridedLayout;
 
 /// Errors of device layouts.

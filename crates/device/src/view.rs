@@ -35,8 +35,8 @@ impl DeviceLayout {
     /// `new_host` (same number of elements, row-major order kept).
     ///
     /// ```
-    /// use retile_device::{DeviceDType, DeviceLayout};
-    /// let l = DeviceLayout::explicit(&[6, 128], &[2, 6, 64], &[1, 0, 1], DeviceDType::Float16).unwrap();
+    /// use retile_device::{DType, DeviceLayout};
+    /// let l = DeviceLayout::explicit(&[6, 128], &[2, 6, 64], &[1, 0, 1], DType::F16).unwrap();
     /// let v = l.view(&[2, 3, 128]).unwrap();
     /// assert_eq!((v.device_size(), v.dim_map()), (&[2, 2, 3, 64][..], &[2, 0, 1, 2][..]));
     /// ```
@@ -83,7 +83,7 @@ impl DeviceLayout {
             if j == last && split.len() > 1 {
                 return invalid(format!(
                     "splitting stick dimension requires innermost new dimension size >= elems_per_stick ({})",
-                    self.dtype().elems_per_stick()
+                    crate::elems_per_stick(self.dtype())?
                 ));
             }
             let from_stick = Some(h) == stick && j != last;

@@ -44,7 +44,7 @@ fn host_indices(l: &DeviceLayout) -> Vec<Option<u64>> {
 }
 
 fn build(case: &Value) -> Result<DeviceLayout, DeviceError> {
-    let dtype: DeviceDType = case["dtype"].as_str().unwrap().parse()?;
+    let dtype: DType = case["dtype"].as_str().unwrap().parse()?;
     match case["constructor"].as_str().unwrap() {
         "default" => DeviceLayout::default_for(&u64s(&case["host_size"]), dtype),
         "dim_order" => DeviceLayout::with_dim_order(
@@ -132,7 +132,7 @@ fn check_view(case: &Value, view: DeviceLayout) -> Result<(), String> {
     {
         return Err(format!("got {view}"));
     }
-    let dtype: DeviceDType = case["dtype"].as_str().unwrap().parse().unwrap();
+    let dtype: DType = case["dtype"].as_str().unwrap().parse().unwrap();
     let old = DeviceLayout::explicit(
         &u64s(&case["old_host_size"]),
         &u64s(&case["old"]["device_size"]),
@@ -168,13 +168,8 @@ fn every_device_reference_case_passes() {
 /// view, so retile rejects it and says why.
 #[test]
 fn the_inconsistent_reference_fuse_is_rejected_with_a_reason() {
-    let old = DeviceLayout::explicit(
-        &[3, 5, 128],
-        &[5, 2, 3, 64],
-        &[1, 2, 0, 2],
-        DeviceDType::Float16,
-    )
-    .unwrap();
+    let old =
+        DeviceLayout::explicit(&[3, 5, 128], &[5, 2, 3, 64], &[1, 2, 0, 2], DType::F16).unwrap();
     let err = old.view(&[15, 1, 128]).unwrap_err();
     assert!(err.to_string().contains("device order"), "{err}");
 }
@@ -185,10 +180,8 @@ fn every_error_case_is_rejected_with_its_meaning() {
     for case in corpus["error_cases"].as_array().unwrap() {
         let size = u64s(&case["host_size"]);
         let result = match case["dim_order"].as_array() {
-            Some(_) => {
-                DeviceLayout::with_dim_order(&size, DeviceDType::Float16, &i64s(&case["dim_order"]))
-            }
-            None => DeviceLayout::default_for(&size, DeviceDType::Float16),
+            Some(_) => DeviceLayout::with_dim_order(&size, DType::F16, &i64s(&case["dim_order"])),
+            None => DeviceLayout::default_for(&size, DType::F16),
         };
         let message = case["error"].as_str().unwrap();
         match result {

@@ -5,8 +5,8 @@ use std::collections::HashMap;
 use proptest::prelude::*;
 use retile_device::*;
 
-fn dtype() -> impl Strategy<Value = DeviceDType> {
-    prop::sample::select(DeviceDType::all().collect::<Vec<_>>())
+fn dtype() -> impl Strategy<Value = DType> {
+    prop::sample::select(retile_device::device_dtypes().collect::<Vec<_>>())
 }
 
 /// Host sizes, a dim order (a permutation, maybe with a trailing -1), a dtype.
@@ -114,7 +114,7 @@ proptest! {
 
 #[test]
 fn explicit_layouts_say_what_is_wrong() {
-    let f16 = DeviceDType::Float16;
+    let f16 = DType::F16;
     // (host shape, device shape, dimension map, expected message)
     type Case<'a> = (&'a [u64], &'a [u64], &'a [i64], &'a str);
     let cases: [Case; 5] = [
@@ -158,7 +158,7 @@ proptest! {
 
 #[test]
 fn huge_or_hostile_sizes_are_errors_not_panics() {
-    let f16 = DeviceDType::Float16;
+    let f16 = DType::F16;
     assert!(DeviceLayout::default_for(&[1 << 40, 1 << 40], f16).is_err());
     assert!(DeviceLayout::explicit(&[4], &[u64::MAX, 64], &[0, 0], f16).is_err());
     let l = DeviceLayout::default_for(&[4, 64], f16).unwrap();

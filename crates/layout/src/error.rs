@@ -22,6 +22,14 @@ pub enum LayoutError {
         /// What was being computed.
         what: &'static str,
     },
+    /// A name that is not an element type.
+    #[error("unknown dtype '{name}'; use one of {known}")]
+    UnknownDType {
+        /// The name given.
+        name: String,
+        /// The names there are.
+        known: String,
+    },
     /// Text could not be parsed.
     #[error("parse error at column {column}: {message}")]
     Parse {

@@ -9,7 +9,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use retile_stream::{
     default_axes, open_output, Axis, Backend, Codec, DType, Method, MultiscaleStream, NgffOptions,
-    Output, PyramidOptions, Shuffle, StreamError, StreamSpec, Summary, ZarrOptions,
+    Output, PyramidOptions, Shuffle, StreamDType, StreamError, StreamSpec, Summary, ZarrOptions,
 };
 
 /// A stream error as the Python exception of its kind, with the same one-line message.
@@ -37,7 +37,7 @@ fn dtype_of(dtype: &Bound<'_, PyAny>) -> PyResult<DType> {
     } else {
         dtype.str()?.to_string()
     };
-    name.parse::<DType>().map_err(stream_err)
+    name.parse::<DType>().map_err(|e| stream_err(e.into()))
 }
 
 /// What a buffer's element is, from its struct-module format.

@@ -51,7 +51,7 @@ use thiserror::Error;
 
 pub use backend::{AnyStream, Backend};
 pub use codec::{BloscKind, Codec, Shuffle};
-pub use dtype::DType;
+pub use dtype::{DType, StreamDType};
 pub use engine::{Summary, TileStream, MAX_THREADS};
 pub use ngff::{default_axes, open_ngff, open_output, Axis, NgffOptions, Output, NGFF_VERSION};
 pub use object::{S3Options, S3Traffic, PART_BYTES};

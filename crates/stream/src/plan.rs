@@ -7,7 +7,7 @@ use retile_layout::{logical_divide, IntTuple, Layout, Tiler};
 use serde::Serialize;
 
 use crate::tile_map::TileMap;
-use crate::{DType, StreamError};
+use crate::{DType, StreamDType, StreamError};
 
 /// Most tiles a plan lists.
 pub const MAX_LISTED_TILES: usize = 4096;
@@ -58,6 +58,7 @@ impl StreamSpec {
                 "tile extent of dimension {d} is 0; every tile extent must be at least 1"
             ));
         }
+        let dtype = dtype.check_streamable()?;
         let spec = StreamSpec { dtype, shape, tile };
         let epoch_elems = spec.plane_elements()?.checked_mul(spec.tile[0]);
         let tile_bytes = spec

@@ -328,6 +328,11 @@ pub(crate) fn halve_planes(
         DType::BF16 => typed!(bf16),
         DType::F32 => typed!(f32),
         DType::F64 => typed!(f64),
+        DType::Bool | DType::F8E4M3 | DType::F8E5M2 => {
+            return Err(StreamError::Invalid(format!(
+                "{dtype} elements cannot be reduced: a pyramid takes numeric types"
+            )))
+        }
     }
     Ok(())
 }

@@ -20,7 +20,7 @@ use crate::object::{S3Options, PART_BYTES};
 use crate::plan::StreamPlan;
 use crate::shard::{index_bytes, ShardGrid, MISSING};
 use crate::sink::{Epoch, Sink, SinkStats};
-use crate::StreamError;
+use crate::{StreamDType, StreamError};
 
 /// Most writer threads a sink starts.
 pub const MAX_WRITERS: usize = 256;

@@ -33,6 +33,7 @@ fn decode(dtype: DType, bytes: &[u8]) -> Vec<Value> {
             DType::BF16 => Value::Float(half::bf16::from_le_bytes([b[0], b[1]]).to_f64()),
             DType::F32 => Value::Float(f32::from_le_bytes(b.try_into().unwrap()) as f64),
             DType::F64 => Value::Float(f64::from_le_bytes(b.try_into().unwrap())),
+            other => panic!("streams hold no {other} elements"),
         })
         .collect()
 }
@@ -293,7 +294,7 @@ type Case = (
 fn case() -> impl Strategy<Value = Case> {
     (2usize..=5).prop_flat_map(|rank| {
         (
-            prop::sample::select(DType::all().collect::<Vec<_>>()),
+            prop::sample::select(DType::numeric().collect::<Vec<_>>()),
             prop::collection::vec(1usize..=7, rank),
             prop::collection::vec(1usize..=4, rank),
             any::<bool>(),
