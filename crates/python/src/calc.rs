@@ -90,7 +90,7 @@ fn to_python(py: Python<'_>, v: &Value) -> PyResult<PyObject> {
             d.set_item("host_size", l.host_size().to_vec())?;
             d.set_item("device_size", l.device_size().to_vec())?;
             d.set_item("dim_map", l.dim_map().to_vec())?;
-            d.set_item("dtype", l.dtype().to_string())?;
+            d.set_item("dtype", l.dtype().long_name())?;
             d.set_item("text", l.to_string())?;
             d.into_any().unbind()
         }
