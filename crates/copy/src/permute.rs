@@ -1,6 +1,8 @@
 //! N-dimensional permutes: the description shared by the GPU kernel and the
 //! CPU reference it is tested against.
 
+use retile_layout::row_major_strides;
+
 use crate::{CopyError, Result};
 
 /// A permute of a row-major tensor: output dimension `i` is input
@@ -91,15 +93,6 @@ impl Permute {
         let strides = row_major_strides(&self.shape);
         self.perm.iter().map(|&p| strides[p]).collect()
     }
-}
-
-/// Row-major strides of `shape`, in elements.
-pub(crate) fn row_major_strides(shape: &[i64]) -> Vec<i64> {
-    let mut strides = vec![1i64; shape.len()];
-    for d in (0..shape.len().saturating_sub(1)).rev() {
-        strides[d] = strides[d + 1] * shape[d + 1];
-    }
-    strides
 }
 
 /// The permute done one element at a time: the reference GPU results are

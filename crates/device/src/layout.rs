@@ -5,7 +5,7 @@ use std::fmt;
 
 use retile_layout::{IntTuple, Layout};
 
-use retile_layout::DType;
+use retile_layout::{row_major_strides, DType};
 
 use crate::{elems_per_stick, DeviceError};
 
@@ -411,7 +411,7 @@ impl DeviceLayout {
         if sticks > 64 {
             return invalid(format!("{sticks} sticks are too many to draw; at most 64"));
         }
-        let host_strides = row_major(&self.host_size);
+        let host_strides = row_major_strides(&self.host_size);
         let width = (self.host_size.iter().product::<u64>().max(1) - 1)
             .to_string()
             .len();
@@ -445,13 +445,6 @@ impl DeviceLayout {
         }
         Ok(out)
     }
-}
-
-/// Row-major strides of `size`.
-pub(crate) fn row_major(size: &[u64]) -> Vec<u64> {
-    (0..size.len())
-        .map(|h| size[h + 1..].iter().product())
-        .collect()
 }
 
 fn list<T: fmt::Display>(items: &[T]) -> String {

@@ -12,7 +12,8 @@
 //! every weight: otherwise no device layout over the same memory expresses
 //! the view.
 
-use crate::layout::row_major;
+use retile_layout::row_major_strides;
+
 use crate::{DeviceError, DeviceLayout};
 
 /// One device position of the new layout: its extent, new host dimension
@@ -52,8 +53,8 @@ impl DeviceLayout {
                 "{new_host:?} does not have the {elements} elements of {old_host:?}"
             ));
         }
-        let old_strides = row_major(old_host);
-        let new_strides = row_major(new_host);
+        let old_strides = row_major_strides(old_host);
+        let new_strides = row_major_strides(new_host);
         let contiguous: Vec<i64> = old_strides.iter().map(|&s| s as i64).collect();
         let weights: Vec<u64> = self
             .to_cute(&contiguous)?

@@ -217,6 +217,27 @@ pub fn ceil_div(a: i64, b: i64) -> i64 {
     q + i64::from(r != 0)
 }
 
+/// Row-major (C-order) strides of `extents`, in elements: the last
+/// dimension's stride is 1 and each other's is the product of the extents
+/// after it (CuTe's `compact_row_major`, without its stride 0 for extent 1,
+/// so that every stride also steps over a whole sub-array).
+///
+/// ```
+/// assert_eq!(retile_layout::row_major_strides(&[4u64, 3, 2]), vec![6, 2, 1]);
+/// assert_eq!(retile_layout::row_major_strides(&[5i64, 1, 7]), vec![7, 7, 1]);
+/// assert!(retile_layout::row_major_strides::<u64>(&[]).is_empty());
+/// ```
+pub fn row_major_strides<T>(extents: &[T]) -> Vec<T>
+where
+    T: Copy + std::ops::Mul<Output = T> + From<u8>,
+{
+    let mut strides = vec![T::from(1); extents.len()];
+    for d in (1..extents.len()).rev() {
+        strides[d - 1] = strides[d] * extents[d];
+    }
+    strides
+}
+
 /// The greatest common divisor of `a` and `b`, never negative (`gcd(0, 0)` is 0).
 ///
 /// ```

@@ -41,7 +41,7 @@ pub use complement::complement;
 pub use composition::{composition, composition_tiler};
 pub use divide::{flat_divide, logical_divide, tiled_divide, zipped_divide};
 pub use dtype::DType;
-pub use error::{ceil_div, gcd, LayoutError, Result};
+pub use error::{ceil_div, gcd, row_major_strides, LayoutError, Result};
 pub use int_tuple::IntTuple;
 pub use inverse::{left_inverse, max_common_layout, max_common_vector, right_inverse};
 pub use layout::{crd2idx, idx2crd, Layout};

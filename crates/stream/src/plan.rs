@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use retile_layout::{logical_divide, IntTuple, Layout, Tiler};
+use retile_layout::{logical_divide, row_major_strides, IntTuple, Layout, Tiler};
 use serde::Serialize;
 
 use crate::tile_map::TileMap;
@@ -154,14 +154,11 @@ impl StreamPlan {
             .map(|(&s, &n)| s.div_ceil(n))
             .collect();
         let fastest_first: Vec<i64> = extents.iter().rev().map(|&s| s as i64).collect();
-        let mut strides = Vec::with_capacity(fastest_first.len());
-        let mut step = 1i64;
-        for &s in &fastest_first {
-            strides.push(step);
-            step = step
-                .checked_mul(s)
-                .ok_or_else(|| StreamError::Invalid("the shape is too large".into()))?;
-        }
+        let strides: Vec<i64> = row_major_strides(&extents)
+            .into_iter()
+            .rev()
+            .map(|s| s as i64)
+            .collect();
         let input = Layout::new(to_tuple(&fastest_first), to_tuple(&strides))?;
         let tiler = Tiler::Modes(
             spec.tile

@@ -17,7 +17,7 @@
 //! scatter, the CUDA scatter kernel's source, the sinks' tile coordinates,
 //! the shard grid and the plan's spans.
 
-use retile_layout::{IntTuple, Layout};
+use retile_layout::{row_major_strides, IntTuple, Layout};
 
 use crate::StreamError;
 
@@ -72,19 +72,11 @@ impl TileMap {
         slot: u64,
     ) -> Result<TileMap, StreamError> {
         let rank = extents.len();
-        let row_major = |extents: &mut dyn Iterator<Item = u64>, unit: u64| {
-            let mut strides: Vec<u64> = extents
-                .scan(unit, |step, e| {
-                    let stride = *step;
-                    *step = step.saturating_mul(e);
-                    Some(stride)
-                })
-                .collect();
-            strides.reverse();
-            strides
-        };
-        let intra = row_major(&mut tile.iter().rev().copied(), 1);
-        let slots = row_major(&mut counts.iter().skip(1).rev().copied(), slot);
+        let intra = row_major_strides(tile);
+        let slots: Vec<u64> = row_major_strides(&counts[1..])
+            .iter()
+            .map(|&s| s * slot)
+            .collect();
         let epoch = slots.first().map_or(slot, |&s| s * counts[1]);
         let dims: Vec<DimMap> = (0..rank)
             .map(|d| DimMap {

@@ -1,7 +1,8 @@
 //! The permute kernels' CUDA source, generated from the permute's shape
 //! with every extent and stride baked in.
 
-use crate::permute::row_major_strides;
+use retile_layout::row_major_strides;
+
 use crate::{Permute, TransposeRequest};
 
 /// The CUDA C type that moves `bytes` bytes in one access (16: `uint4`).
