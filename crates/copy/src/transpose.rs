@@ -122,7 +122,7 @@ fn invalid(message: String) -> CopyError {
 
 /// A flat tuple of integers.
 fn tuple(values: &[i64]) -> IntTuple {
-    IntTuple::Tuple(values.iter().map(|&x| IntTuple::Int(x)).collect())
+    IntTuple::from(values)
 }
 
 /// The compact layout over `block` whose register order follows `strides`

@@ -94,8 +94,8 @@ impl StridedLayout {
 
     /// The same function as a CuTe layout (mode `i` = dimension `i`).
     pub fn to_cute(&self) -> Result<Layout, DeviceError> {
-        let shape = IntTuple::Tuple(self.size.iter().map(|&s| IntTuple::Int(s as i64)).collect());
-        let stride = IntTuple::Tuple(self.stride.iter().map(|&d| IntTuple::Int(d)).collect());
+        let size: Vec<i64> = self.size.iter().map(|&s| s as i64).collect();
+        let (shape, stride) = (IntTuple::from(&size[..]), IntTuple::from(&self.stride[..]));
         Ok(Layout::new(shape, stride)?)
     }
 

@@ -241,6 +241,18 @@ impl From<i64> for IntTuple {
     }
 }
 
+/// A flat tuple of the integers.
+///
+/// ```
+/// use retile_layout::IntTuple;
+/// assert_eq!(IntTuple::from(&[4i64, 3][..]).to_string(), "(4,3)");
+/// ```
+impl From<&[i64]> for IntTuple {
+    fn from(values: &[i64]) -> Self {
+        IntTuple::Tuple(values.iter().map(|&v| IntTuple::Int(v)).collect())
+    }
+}
+
 impl fmt::Display for IntTuple {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use retile_layout::{logical_divide, row_major_strides, IntTuple, Layout, Tiler};
+use retile_layout::{logical_divide, row_major_strides, Layout, Tiler};
 use serde::Serialize;
 
 use crate::tile_map::TileMap;
@@ -159,7 +159,7 @@ impl StreamPlan {
             .rev()
             .map(|s| s as i64)
             .collect();
-        let input = Layout::new(to_tuple(&fastest_first), to_tuple(&strides))?;
+        let input = Layout::new(fastest_first[..].into(), strides[..].into())?;
         let tiler = Tiler::Modes(
             spec.tile
                 .iter()
@@ -410,10 +410,6 @@ fn slot_bytes_of(tile_bytes: u64) -> u64 {
         0 => tile_bytes + 64,
         _ => tile_bytes,
     }
-}
-
-fn to_tuple(values: &[i64]) -> IntTuple {
-    IntTuple::Tuple(values.iter().map(|&v| IntTuple::Int(v)).collect())
 }
 
 impl fmt::Display for StreamPlan {
