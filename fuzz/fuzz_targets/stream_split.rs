@@ -7,7 +7,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use retile_stream::{
-    Codec, DType, MemorySink, StreamPlan, StreamSpec, TileStream, ZarrOptions, ZarrSink,
+    Codec, DType, MemorySink, StreamDType, StreamPlan, StreamSpec, TileStream, ZarrOptions, ZarrSink,
 };
 
 /// Reads the fuzzer's bytes as small numbers and short strings.
@@ -40,7 +40,7 @@ const CODECS: [&str; 5] = ["none", "zstd:1", "blosc-lz4:1", "gzip:1", "blosc-zst
 
 fuzz_target!(|data: &[u8]| {
     let mut input = Bytes(data);
-    let dtype = DType::all().nth(usize::from(input.byte() % 12)).unwrap_or(DType::U8);
+    let dtype = DType::all().nth(usize::from(input.byte() % 15)).unwrap_or(DType::U8);
     let rank = 1 + usize::from(input.byte() % 4);
     let shape: Vec<u64> = (0..rank).map(|_| input.extent()).collect();
     let tile: Vec<u64> = (0..rank).map(|_| input.extent()).collect();
