@@ -394,6 +394,12 @@ fn bad_specs_are_rejected_with_a_reason() {
     let huge = StreamSpec::new(DType::U8, vec![0, 1 << 40, 1], vec![1, 1, 1 << 40]).unwrap();
     let err = StreamPlan::new(&huge).unwrap_err();
     assert!(err.to_string().contains("would not fit"), "{err}");
+    // streams hold numeric types; the others are refused with the list
+    for dtype in [DType::Bool, DType::F8E4M3, DType::F8E5M2] {
+        let err = StreamSpec::new(dtype, vec![2, 2], vec![1, 1]).unwrap_err();
+        assert!(err.to_string().contains("cannot hold"), "{err}");
+        assert!(dtype.parse_value("0").is_err());
+    }
 }
 
 /// A sink that fails on its second epoch, as a full disk would.
