@@ -171,3 +171,18 @@ fn huge_or_hostile_sizes_are_errors_not_panics() {
     );
     assert!(DeviceLayout::with_dim_order(&[], f16, &[-1]).is_err());
 }
+
+#[test]
+fn types_the_device_does_not_hold_are_refused_by_name() {
+    let held: Vec<DType> = device_dtypes().collect();
+    for dtype in DType::all() {
+        let made = DeviceLayout::default_for(&[4, 64], dtype);
+        assert_eq!(made.is_ok(), held.contains(&dtype), "{dtype}");
+        if let Err(e) = made {
+            assert!(e.to_string().contains("holds no"), "{e}");
+            assert!(DeviceLayout::explicit(&[4, 64], &[1, 4, 64], &[0, 0, 1], dtype).is_err());
+        }
+    }
+    // host names, device names: one table
+    assert_eq!(device_name("torch.float8_e5m2fnuz".parse().unwrap()), Some("SEN152_FP8"));
+}
