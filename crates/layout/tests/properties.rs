@@ -455,3 +455,134 @@ fn overflow_is_an_error_not_a_wrap() {
         Err(LayoutError::Overflow { .. })
     ));
 }
+
+/// The hand-derived implementations that the composed ones replaced, kept
+/// as references: the composed ones must give the same answers.
+mod reference {
+    use retile_layout::*;
+
+    /// `(pad(A), complement(pad(A), size·cosize) ∘ pad(B))`, padded with `1:0`.
+    fn padded_product(a: &Layout, b: &Layout) -> Result<(Layout, Layout)> {
+        let rank = a.rank().max(b.rank());
+        let pad = |l: &Layout| {
+            if l.rank() >= rank {
+                return l.clone();
+            }
+            let mut modes = l.modes();
+            modes.resize(rank, "1:0".parse().unwrap());
+            Layout::from_modes(modes)
+        };
+        let (a, b) = (pad(a), pad(b));
+        let cotarget = IntTuple::Int(a.size()? * b.cosize()?);
+        let repeat = composition(&complement(&a, &cotarget)?, &b)?;
+        Ok((a, repeat))
+    }
+
+    fn zip(x: &Layout, y: &Layout) -> Layout {
+        Layout::from_modes(
+            x.modes()
+                .into_iter()
+                .zip(y.modes())
+                .map(|(p, q)| Layout::from_modes([p, q])),
+        )
+    }
+
+    pub fn blocked_product(a: &Layout, b: &Layout) -> Result<Layout> {
+        let (block, repeat) = padded_product(a, b)?;
+        Ok(zip(&block, &repeat))
+    }
+
+    pub fn raked_product(a: &Layout, b: &Layout) -> Result<Layout> {
+        let (block, repeat) = padded_product(a, b)?;
+        Ok(zip(&repeat, &block))
+    }
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    /// Of rank 2 or more, the same answers (errors included) as the old
+    /// implementation. Of rank 1, CuTe's zip pairs an integer block with the
+    /// whole repeat and rejects a tuple paired with a different rank, where
+    /// the old one truncated to the shorter (dropping modes); where the old
+    /// answer kept every element, the new one is the same function.
+    #[test]
+    fn blocked_and_raked_products_are_the_old_ones(a in any_layout(), b in any_layout()) {
+        let size = a.size().unwrap() * b.size().unwrap();
+        let pairs = [
+            (blocked_product(&a, &b), reference::blocked_product(&a, &b)),
+            (raked_product(&a, &b), reference::raked_product(&a, &b)),
+        ];
+        for (ours, theirs) in pairs {
+            if a.rank().max(b.rank()) >= 2 {
+                prop_assert_eq!(ours, theirs, "{} x {}", a, b);
+                continue;
+            }
+            match (ours, theirs) {
+                (Ok(p), Ok(q)) => {
+                    prop_assert_eq!(p.size().unwrap(), size, "{} x {} = {}", a, b, p);
+                    if q.size().unwrap() == size {
+                        prop_assert!(same_function(&p, &q, size), "{} x {}: {} vs {}", a, b, p, q);
+                    }
+                }
+                // C++ rejects a tuple zipped with an integer or another rank
+                (Err(LayoutError::RankMismatch { .. }), Ok(_)) => {}
+                (p, q) => prop_assert_eq!(p, q, "{} x {}", a, b),
+            }
+        }
+    }
+
+    #[test]
+    fn blocked_and_raked_products_of_injective_layouts(a in pow2_injective(), b in pow2_injective()) {
+        prop_assume!(a.rank().max(b.rank()) >= 2);
+        let blocked = blocked_product(&a, &b).unwrap();
+        prop_assert_eq!(blocked.size().unwrap(), a.size().unwrap() * b.size().unwrap());
+        let raked = raked_product(&a, &b).unwrap();
+        prop_assert_eq!(raked.size().unwrap(), blocked.size().unwrap());
+        prop_assert_eq!(&blocked, &reference::blocked_product(&a, &b).unwrap(), "{} x {}", a, b);
+        prop_assert_eq!(&raked, &reference::raked_product(&a, &b).unwrap(), "{} x {}", a, b);
+    }
+
+    /// An integer block is paired with the whole repeat mode, as CuTe's zip
+    /// pairs an integer: the product keeps every element.
+    #[test]
+    fn blocked_product_of_an_integer_block_keeps_every_element(e in 1i64..=8, d in 0i64..=8, b in pow2_injective()) {
+        prop_assume!(b.rank() == 1);
+        let a = Layout::vector(e, d).unwrap();
+        if let Ok(p) = logical_product(&a, &Tiler::Layout(b.clone())) {
+            let blocked = blocked_product(&a, &b).unwrap();
+            prop_assert_eq!(blocked.rank(), 1);
+            prop_assert_eq!(blocked.mode(0).unwrap(), p.clone());
+            prop_assert_eq!(blocked.size().unwrap(), e * b.size().unwrap());
+        }
+    }
+
+    /// Element by element: mode i of a blocked product is `(A_i, R_i)` with
+    /// R the repeat mode of the 1-D product, and of a raked one `(R_i, A_i)`;
+    /// the rank is `max(rank A, rank B)`.
+    #[test]
+    fn blocked_and_raked_products_pair_the_modes(a in pow2_injective(), b in pow2_injective()) {
+        let rank = a.rank().max(b.rank());
+        prop_assume!(rank >= 2);
+        let (pa, pb) = (append(&a, rank), append(&b, rank));
+        let product = logical_product(&pa, &Tiler::Layout(pb)).unwrap();
+        let repeat = product.mode(1).unwrap();
+        let (blocked, raked) = (blocked_product(&a, &b).unwrap(), raked_product(&a, &b).unwrap());
+        prop_assert_eq!(blocked.rank(), rank);
+        prop_assert_eq!(raked.rank(), rank);
+        for i in 0..rank {
+            let (ai, ri) = (pa.mode(i).unwrap(), repeat.mode(i).unwrap());
+            let (bm, rm) = (blocked.mode(i).unwrap(), raked.mode(i).unwrap());
+            prop_assert_eq!(bm.mode(0).unwrap(), ai.clone());
+            prop_assert_eq!(bm.mode(1).unwrap(), ri.clone());
+            prop_assert_eq!(rm.mode(0).unwrap(), ri);
+            prop_assert_eq!(rm.mode(1).unwrap(), ai);
+        }
+        // the same offsets as the 1-D product, reordered
+        let mut ours = blocked.table(blocked.size().unwrap()).unwrap();
+        let mut theirs = product.table(product.size().unwrap()).unwrap();
+        ours.sort_unstable();
+        theirs.sort_unstable();
+        prop_assert_eq!(ours, theirs);
+    }
+}
