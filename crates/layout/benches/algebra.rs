@@ -27,6 +27,7 @@ fn cases() -> Vec<(&'static str, Op)> {
     let (a7, a8) = (l("(4,2):(2,1)"), l("(4,2):(1,5)"));
     let (a9, b9) = (l("(2,5):(5,1)"), l("(3,4):(1,3)"));
     let (a10, b10) = (a9.clone(), b9.clone());
+    let a11 = l("(2,4):(1,8)");
     vec![
         ("coalesce", Box::new(move || coalesce(black_box(&a1)))),
         (
@@ -56,6 +57,10 @@ fn cases() -> Vec<(&'static str, Op)> {
         (
             "left_inverse",
             Box::new(move || left_inverse(black_box(&a8))),
+        ),
+        (
+            "left_inverse_tiled",
+            Box::new(move || left_inverse(black_box(&a11))),
         ),
         (
             "blocked_product",
