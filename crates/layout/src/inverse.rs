@@ -82,27 +82,28 @@ pub fn left_inverse(layout: &Layout) -> Result<Layout> {
             stride,
         });
     }
-    if !tiles_evenly(&modes) {
-        return stride_ratio_inverse(&modes, &steps);
+    let order = sorted_by_stride(&modes);
+    if !tiles_evenly(&modes, &order) {
+        return stride_ratio_inverse(&modes, &steps, &order);
     }
-    completed_inverse(&modes, &steps)
+    completed_inverse(&modes, &steps, &order)
 }
 
 /// `right_inverse(make_layout(L, complement(L)))` for the coalesced,
 /// non-negative modes of an L whose strides tile evenly, without making the
-/// three layouts. In stride order the one-to-one `(L, L*)` alternates the gap
+/// three layouts. In stride `order` the one-to-one `(L, L*)` alternates the gap
 /// below each mode of L, `d_k / current : current` (index step: `size(L)`
 /// times the gaps before it), with that mode (index step `steps[k]`), and
 /// every stride continues the run, so the right inverse is those pieces in
 /// that order, coalesced; stride-0 modes are skipped as right_inverse skips
 /// them. The complement's last mode, `ceil(cosize(L) / current)`, is 1 here.
-fn completed_inverse(modes: &[(i64, i64)], steps: &[i64]) -> Result<Layout> {
+fn completed_inverse(modes: &[(i64, i64)], steps: &[i64], order: &[usize]) -> Result<Layout> {
     let mut gap_step = modes
         .iter()
         .try_fold(1i64, |acc, m| mul(acc, m.0, "a left inverse"))?;
     let mut current = 1i64;
     let mut pieces = Modes::new();
-    for k in sorted_by_stride(modes) {
+    for &k in order {
         let (shape, stride) = modes[k];
         if stride == 0 {
             continue;
@@ -116,11 +117,11 @@ fn completed_inverse(modes: &[(i64, i64)], steps: &[i64]) -> Result<Layout> {
     coalesced_flat(&pieces)
 }
 
-/// Whether each non-zero stride, in ascending order, is a multiple of the
+/// Whether each non-zero stride, in `order`, is a multiple of the
 /// extent that the modes of smaller stride span (so the complement is exact).
-fn tiles_evenly(modes: &[(i64, i64)]) -> bool {
+fn tiles_evenly(modes: &[(i64, i64)], order: &[usize]) -> bool {
     let mut spanned = 1i64;
-    for k in sorted_by_stride(modes) {
+    for &k in order {
         let (shape, stride) = modes[k];
         if stride == 0 {
             continue;
@@ -137,11 +138,10 @@ fn tiles_evenly(modes: &[(i64, i64)]) -> bool {
 /// by stride ratio: the offset is split in the mixed radix of the ratios of
 /// successive strides (the last digit unbounded) and each digit is sent to
 /// its mode's index step. Each stride must be a multiple of the one before.
-fn stride_ratio_inverse(modes: &[(i64, i64)], steps: &[i64]) -> Result<Layout> {
-    let order = sorted_by_stride(modes);
+fn stride_ratio_inverse(modes: &[(i64, i64)], steps: &[i64], order: &[usize]) -> Result<Layout> {
     let mut pairs = Modes::new();
     let (mut step, mut covered) = (0i64, 1i64);
-    for &k in &order {
+    for &k in order {
         let stride = modes[k].1;
         if stride == 0 {
             continue;
