@@ -25,6 +25,9 @@ fn cases() -> Vec<(&'static str, Op)> {
     let (a5, t5) = (l("(9,(4,8)):(59,(13,1))"), t("<3:3,(2,4):(1,8)>"));
     let (a6, t6) = (l("(2,2):(1,2)"), t("(2,2):(1,2)"));
     let (a7, a8) = (l("(4,2):(2,1)"), l("(4,2):(1,5)"));
+    let (a9, b9) = (l("(2,5):(5,1)"), l("(3,4):(1,3)"));
+    let (a10, b10) = (a9.clone(), b9.clone());
+    let a11 = l("(2,4):(1,8)");
     vec![
         ("coalesce", Box::new(move || coalesce(black_box(&a1)))),
         (
@@ -54,6 +57,18 @@ fn cases() -> Vec<(&'static str, Op)> {
         (
             "left_inverse",
             Box::new(move || left_inverse(black_box(&a8))),
+        ),
+        (
+            "left_inverse_tiled",
+            Box::new(move || left_inverse(black_box(&a11))),
+        ),
+        (
+            "blocked_product",
+            Box::new(move || blocked_product(black_box(&a9), black_box(&b9))),
+        ),
+        (
+            "raked_product",
+            Box::new(move || raked_product(black_box(&a10), black_box(&b10))),
         ),
     ]
 }

@@ -50,14 +50,27 @@ pub fn right_inverse(layout: &Layout) -> Result<Layout> {
     coalesced_flat(&result)
 }
 
-/// `left_inverse(L)`: an R with `L(R(L(i))) = L(i)` for `i < size(L)` (the
-/// inverse on the image when L is injective). Strides must be non-negative
-/// and each a multiple of the extent inverted before it.
+/// `left_inverse(L)`: an R with `L(R(L(i))) = L(i)` for `i < size(L)`, so
+/// `R(L(i)) = i` when L is injective. Strides must be non-negative.
+///
+/// As in CuTe, `right_inverse(make_layout(L, complement(L)))`: the
+/// complement fills the gaps of L's image, so that `(L, L*)` is one-to-one
+/// onto `[0, cosize)` and its right inverse undoes L. That needs L's strides,
+/// in order, each a multiple of the extent the smaller ones span. Where they
+/// are not, C++'s complement divides with truncation and its answer breaks the
+/// post-condition (`(4,2):(1,5)` would give `4:1`); retile then inverts by
+/// stride ratio, which needs each stride a multiple of the one before.
+///
+/// The composition is computed in one pass (`completed_inverse`); a
+/// property test checks it against `right_inverse`, `complement` and
+/// `make_layout` themselves.
 ///
 /// ```
 /// use retile_layout::{left_inverse, Layout};
 /// let l: Layout = "(4,2):(1,5)".parse().unwrap();
 /// assert_eq!(left_inverse(&l).unwrap().to_string(), "(5,2):(1,4)");
+/// let l: Layout = "(2,4):(4,1)".parse().unwrap();
+/// assert_eq!(left_inverse(&l).unwrap().to_string(), "(4,2):(2,1)");
 /// ```
 pub fn left_inverse(layout: &Layout) -> Result<Layout> {
     let (mut modes, mut steps) = (Modes::new(), Steps::new());
@@ -70,10 +83,65 @@ pub fn left_inverse(layout: &Layout) -> Result<Layout> {
         });
     }
     let order = sorted_by_stride(&modes);
-    let mut shapes: smallvec::SmallVec<[i64; 8]> = smallvec::SmallVec::new();
-    let mut strides: smallvec::SmallVec<[i64; 8]> = smallvec::smallvec![0i64];
-    let mut covered = 1i64;
-    for &k in &order {
+    if !tiles_evenly(&modes, &order) {
+        return stride_ratio_inverse(&modes, &steps, &order);
+    }
+    completed_inverse(&modes, &steps, &order)
+}
+
+/// `right_inverse(make_layout(L, complement(L)))` for the coalesced,
+/// non-negative modes of an L whose strides tile evenly, without making the
+/// three layouts. In stride `order` the one-to-one `(L, L*)` alternates the gap
+/// below each mode of L, `d_k / current : current` (index step: `size(L)`
+/// times the gaps before it), with that mode (index step `steps[k]`), and
+/// every stride continues the run, so the right inverse is those pieces in
+/// that order, coalesced; stride-0 modes are skipped as right_inverse skips
+/// them. The complement's last mode, `ceil(cosize(L) / current)`, is 1 here.
+fn completed_inverse(modes: &[(i64, i64)], steps: &[i64], order: &[usize]) -> Result<Layout> {
+    let mut gap_step = modes
+        .iter()
+        .try_fold(1i64, |acc, m| mul(acc, m.0, "a left inverse"))?;
+    let mut current = 1i64;
+    let mut pieces = Modes::new();
+    for &k in order {
+        let (shape, stride) = modes[k];
+        if stride == 0 {
+            continue;
+        }
+        let gap = div_rem(stride, current).0;
+        pieces.push((gap, gap_step));
+        pieces.push((shape, steps[k]));
+        gap_step = mul(gap_step, gap, "a left inverse")?;
+        current = mul(stride, shape, "a left inverse")?;
+    }
+    coalesced_flat(&pieces)
+}
+
+/// Whether each non-zero stride, in `order`, is a multiple of the
+/// extent that the modes of smaller stride span (so the complement is exact).
+fn tiles_evenly(modes: &[(i64, i64)], order: &[usize]) -> bool {
+    let mut spanned = 1i64;
+    for &k in order {
+        let (shape, stride) = modes[k];
+        if stride == 0 {
+            continue;
+        }
+        if stride < spanned || div_rem(stride, spanned).1 != 0 {
+            return false;
+        }
+        spanned = stride.saturating_mul(shape);
+    }
+    true
+}
+
+/// The left inverse of coalesced, non-negative `modes` with index `steps`,
+/// by stride ratio: the offset is split in the mixed radix of the ratios of
+/// successive strides (the last digit unbounded) and each digit is sent to
+/// its mode's index step. Each stride must be a multiple of the one before.
+fn stride_ratio_inverse(modes: &[(i64, i64)], steps: &[i64], order: &[usize]) -> Result<Layout> {
+    let mut pairs = Modes::new();
+    let (mut step, mut covered) = (0i64, 1i64);
+    for &k in order {
         let stride = modes[k].1;
         if stride == 0 {
             continue;
@@ -86,13 +154,10 @@ pub fn left_inverse(layout: &Layout) -> Result<Layout> {
                 covered,
             });
         }
-        shapes.push(quotient);
-        strides.push(steps[k]);
-        covered = mul(covered, quotient, "a left inverse")?;
+        pairs.push((quotient, step));
+        (step, covered) = (steps[k], stride);
     }
-    let last = order.last().map_or(1, |&k| modes[k].0);
-    shapes.push(last);
-    let pairs: Modes = shapes.into_iter().zip(strides).collect();
+    pairs.push((order.last().map_or(1, |&k| modes[k].0), step));
     coalesced_flat(&pairs)
 }
 

@@ -6,6 +6,7 @@
 //! tokens (the *profile*). Both live inline, so making and copying layouts
 //! allocates nothing for layouts of up to 8 leaves.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use smallvec::SmallVec;
@@ -35,7 +36,7 @@ pub(crate) enum Token {
 
 /// Appends `items` element by element: for the few items of a layout this
 /// beats `extend_from_slice`, whose `memmove` call costs more than the copy.
-fn append<A: smallvec::Array>(v: &mut SmallVec<A>, items: &[A::Item])
+fn append_slice<A: smallvec::Array>(v: &mut SmallVec<A>, items: &[A::Item])
 where
     A::Item: Copy,
 {
@@ -78,15 +79,15 @@ impl LayoutBuilder {
         match leaves {
             [] => self.layout.modes.push((1, 0)),
             [leaf] => self.layout.modes.push(*leaf),
-            _ => append(&mut self.layout.modes, leaves),
+            _ => append_slice(&mut self.layout.modes, leaves),
         }
         push_flat_profile(&mut self.layout.profile, leaves.len().max(1));
     }
 
     /// Appends `part` as one item (a mode, or a tuple of modes).
     pub fn push(&mut self, part: &Layout) {
-        append(&mut self.layout.modes, &part.modes);
-        append(&mut self.layout.profile, &part.profile);
+        append_slice(&mut self.layout.modes, &part.modes);
+        append_slice(&mut self.layout.profile, &part.profile);
     }
 
     /// Appends mode `i` of `layout` as one item; false (nothing appended)
@@ -95,10 +96,15 @@ impl LayoutBuilder {
         let Some(item) = layout.items().nth(i) else {
             return false;
         };
-        let (modes, profile) = layout.item_parts(item);
-        append(&mut self.layout.modes, modes);
-        append(&mut self.layout.profile, profile);
+        self.push_item(layout, item);
         true
+    }
+
+    /// Appends the top-level item `item` of `layout` (found by `items`).
+    fn push_item(&mut self, layout: &Layout, item: Item) {
+        let (modes, profile) = layout.item_parts(item);
+        append_slice(&mut self.layout.modes, modes);
+        append_slice(&mut self.layout.profile, profile);
     }
 
     /// The layout built.
@@ -113,6 +119,9 @@ impl LayoutBuilder {
         Ok(out.finish())
     }
 }
+
+/// A top-level item of a layout: (first token, end token, first leaf, leaf count).
+type Item = (usize, usize, usize, usize);
 
 /// A CuTe layout `shape:stride`.
 ///
@@ -242,8 +251,8 @@ impl Layout {
         };
         out.profile.push(OPEN);
         for m in modes {
-            append(&mut out.modes, &m.modes);
-            append(&mut out.profile, &m.profile);
+            append_slice(&mut out.modes, &m.modes);
+            append_slice(&mut out.profile, &m.profile);
         }
         out.profile.push(CLOSE);
         out
@@ -413,7 +422,7 @@ impl Layout {
     }
 
     /// The top-level items: (first token, end token, first leaf, leaf count).
-    fn items(&self) -> impl Iterator<Item = (usize, usize, usize, usize)> + '_ {
+    fn items(&self) -> impl Iterator<Item = Item> + '_ {
         let leaf = self.is_leaf();
         let mut pos = usize::from(!leaf);
         let mut first_leaf = 0;
@@ -430,7 +439,7 @@ impl Layout {
         })
     }
 
-    fn sub(&self, item: (usize, usize, usize, usize)) -> Layout {
+    fn sub(&self, item: Item) -> Layout {
         let (modes, profile) = self.item_parts(item);
         Layout {
             modes: modes.iter().copied().collect(),
@@ -440,10 +449,7 @@ impl Layout {
 
     /// The leaves and the profile tokens of an item found by `items`.
     #[inline]
-    fn item_parts(
-        &self,
-        (start, end, leaf, n): (usize, usize, usize, usize),
-    ) -> (&[(i64, i64)], &[u8]) {
+    fn item_parts(&self, (start, end, leaf, n): Item) -> (&[(i64, i64)], &[u8]) {
         (&self.modes[leaf..leaf + n], &self.profile[start..end])
     }
 
@@ -492,8 +498,8 @@ impl Layout {
             let (modes, profile) = self.item_parts(item);
             mode.modes.clear();
             mode.profile.clear();
-            append(&mut mode.modes, modes);
-            append(&mut mode.profile, profile);
+            append_slice(&mut mode.modes, modes);
+            append_slice(&mut mode.profile, profile);
             f(i, &mode)?;
         }
         Ok(())
@@ -582,6 +588,73 @@ impl Layout {
     pub fn table(&self, count: i64) -> Result<Vec<i64>> {
         (0..count).map(|i| self.eval(i)).collect()
     }
+}
+
+/// CuTe's `append<R>(layout)`: `layout` padded with `1:0` modes up to rank
+/// `rank` (an integer layout becomes mode 0 of a tuple); a layout of rank
+/// `rank` or more is returned as it is.
+///
+/// ```
+/// use retile_layout::{append, Layout};
+/// let l: Layout = "4:1".parse().unwrap();
+/// assert_eq!(append(&l, 3).to_string(), "(4,1,1):(1,0,0)");
+/// assert_eq!(append(&l, 1), l);
+/// ```
+pub fn append(layout: &Layout, rank: usize) -> Layout {
+    padded(layout, rank).into_owned()
+}
+
+/// [`append`], borrowing `layout` when it needs no padding.
+pub(crate) fn padded(layout: &Layout, rank: usize) -> Cow<'_, Layout> {
+    let missing = rank.saturating_sub(layout.rank());
+    if missing == 0 {
+        return Cow::Borrowed(layout);
+    }
+    let mut out = LayoutBuilder::default();
+    out.open();
+    layout.items().for_each(|item| out.push_item(layout, item));
+    (0..missing).for_each(|_| out.mode(&[]));
+    out.close();
+    Cow::Owned(out.finish())
+}
+
+/// CuTe's `zip(A, B)`: mode `i` of the result is `(A_i, B_i)`, so
+/// `((a0,b0),(a1,b1),...)`. As in CuTe, an integer layout A gives the
+/// rank-1 `((A,B))` whatever B is; a tuple A needs a tuple B of the same
+/// rank (C++'s "Mismatched Ranks"), otherwise the answer is an error.
+///
+/// ```
+/// use retile_layout::{zip, Layout};
+/// let a: Layout = "(2,3):(1,2)".parse().unwrap();
+/// let b: Layout = "(4,5):(6,24)".parse().unwrap();
+/// assert_eq!(zip(&a, &b).unwrap().to_string(), "((2,4),(3,5)):((1,6),(2,24))");
+/// let c: Layout = "4:1".parse().unwrap();
+/// assert_eq!(zip(&c, &a).unwrap().to_string(), "((4,(2,3))):((1,(1,2)))");
+/// assert!(zip(&a, &c).is_err());
+/// ```
+pub fn zip(a: &Layout, b: &Layout) -> Result<Layout> {
+    let mut out = LayoutBuilder::default();
+    out.open();
+    if a.is_leaf() {
+        out.open();
+        out.push(a);
+        out.push(b);
+        out.close();
+    } else if b.is_leaf() || a.rank() != b.rank() {
+        return Err(LayoutError::RankMismatch {
+            op: "zip",
+            reason: format!("{a} is a tuple of rank {} but {b} is not", a.rank()),
+        });
+    } else {
+        for (x, y) in a.items().zip(b.items()) {
+            out.open();
+            out.push_item(a, x);
+            out.push_item(b, y);
+            out.close();
+        }
+    }
+    out.close();
+    Ok(out.finish())
 }
 
 /// CuTe's `crd2idx(coord, shape, stride)`: the offset of a coordinate.

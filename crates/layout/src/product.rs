@@ -5,7 +5,7 @@ use crate::composition::{apply_tiler, composition, composition_into};
 use crate::divide::{splice, tile_unzip};
 use crate::error::{mul, Result};
 use crate::int_tuple::IntTuple;
-use crate::layout::{Layout, LayoutBuilder};
+use crate::layout::{padded, zip, Layout, LayoutBuilder};
 use crate::tiler::Tiler;
 
 /// `logical_product(A, T)`: for a layout B,
@@ -68,9 +68,10 @@ pub fn flat_product(a: &Layout, tiler: &Tiler) -> Result<Layout> {
     splice(&zipped_product(a, tiler)?, true)
 }
 
-/// `blocked_product(A, B)`: A is the block, B arranges the blocks; the two
-/// are padded to equal rank with `1:0`, multiplied as 1-D layouts and zipped
-/// mode by mode: `((a0,b0),(a1,b1),...)`. Modes are not coalesced.
+/// `blocked_product(A, B)`: A is the block, B arranges the blocks. As in
+/// CuTe, both are padded to rank `R = max(rank A, rank B)` with `1:0` modes,
+/// multiplied as 1-D layouts, and the two modes of the product are zipped:
+/// `zip(P_0, P_1) = ((a0,b0),(a1,b1),...)`. Modes are not coalesced.
 ///
 /// ```
 /// use retile_layout::{blocked_product, Layout};
@@ -79,12 +80,12 @@ pub fn flat_product(a: &Layout, tiler: &Tiler) -> Result<Layout> {
 /// assert_eq!(blocked_product(&a, &b).unwrap().to_string(), "((4,2),(1,3)):((1,4),(0,8))");
 /// ```
 pub fn blocked_product(a: &Layout, b: &Layout) -> Result<Layout> {
-    let (block, repeat) = padded_product(a, b)?;
-    Ok(zip(&block, &repeat))
+    padded_product(a, b, zip)
 }
 
 /// `raked_product(A, B)`: like [`blocked_product`] with the zip reversed,
-/// `((b0,a0),(b1,a1),...)`, so that A's elements are interleaved (raked).
+/// `zip(P_1, P_0) = ((b0,a0),(b1,a1),...)`, so that A's elements are
+/// interleaved (raked).
 ///
 /// ```
 /// use retile_layout::{raked_product, Layout};
@@ -93,40 +94,29 @@ pub fn blocked_product(a: &Layout, b: &Layout) -> Result<Layout> {
 /// assert_eq!(raked_product(&a, &b).unwrap().to_string(), "((3,2),(4,5)):((10,5),(30,1))");
 /// ```
 pub fn raked_product(a: &Layout, b: &Layout) -> Result<Layout> {
-    let (block, repeat) = padded_product(a, b)?;
-    Ok(zip(&repeat, &block))
+    padded_product(a, b, |block, repeat| zip(repeat, block))
 }
 
-/// The two modes of the 1-D product of A and B padded to equal rank.
-fn padded_product(a: &Layout, b: &Layout) -> Result<(Layout, Layout)> {
+/// `f(P_0, P_1)` for the two modes of `P = logical_product(append<R>(A),
+/// append<R>(B))`, `R = max(rank A, rank B)`: `P_0` is the padded A and
+/// `P_1` its repeat, taken as they are made instead of split out of P.
+fn padded_product(
+    a: &Layout,
+    b: &Layout,
+    f: impl FnOnce(&Layout, &Layout) -> Result<Layout>,
+) -> Result<Layout> {
     let rank = a.rank().max(b.rank());
-    let (a, b) = (pad(a, rank), pad(b, rank));
-    let repeat = composition(&product_rest(&a, &b)?, &b)?;
-    Ok((a, repeat))
+    let (block, tiler) = (padded(a, rank), padded(b, rank));
+    f(&block, &repeat(&block, &tiler)?)
+}
+
+/// Mode 1 of `logical_product(A, B)`: `complement(A, size(A)·cosize(B)) ∘ B`.
+fn repeat(a: &Layout, b: &Layout) -> Result<Layout> {
+    composition(&product_rest(a, b)?, b)
 }
 
 /// `complement(A, size(A)·cosize(B))`: where the copies of A go.
 fn product_rest(a: &Layout, b: &Layout) -> Result<Layout> {
     let cotarget = mul(a.size()?, b.cosize()?, "a product's cotarget")?;
     complement(a, &IntTuple::Int(cotarget))
-}
-
-/// Appends `1:0` modes up to `rank` (CuTe's `append<R>`).
-fn pad(layout: &Layout, rank: usize) -> Layout {
-    if layout.rank() >= rank {
-        return layout.clone();
-    }
-    let mut modes = layout.modes();
-    modes.resize(rank, Layout::from_flat(&[]));
-    Layout::from_modes(modes)
-}
-
-/// Zips two layouts of equal rank mode by mode: `((x0,y0),(x1,y1),...)`;
-/// two integer layouts give `((x,y))`.
-fn zip(x: &Layout, y: &Layout) -> Layout {
-    Layout::from_modes(
-        x.modes_iter()
-            .zip(y.modes_iter())
-            .map(|(p, q)| Layout::from_modes([p, q])),
-    )
 }
