@@ -5,7 +5,7 @@ CuTe's C++ composes them (pad both to rank R with 1:0, logical_product,
 zip the two modes). Prints {case: ns per op} as JSON, best of 5 x 2000
 calls, as bench/pycute_algebra.py does.
 
-Run: python crates/layout/benches/pycute_products.py (pip install nvidia-cutlass)."""
+Run: python bench/pycute_products.py (pip install nvidia-cutlass)."""
 import json
 import timeit
 
