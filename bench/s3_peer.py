@@ -18,7 +18,9 @@ With moto, each case also measures the server's own ceiling in the same run
 ("plain upload"): the same bytes, cut into objects of the case's shard size
 with no tiling, put by 32 threads as plain unsigned HTTP requests (single
 PUTs up to 9 MiB, multipart in 8 MiB parts above), so that a writer's
-GB/s can be read against what the server takes at all.
+GB/s can be read against what the server takes at all. RETILE_BASE=/path
+/to/other/retile adds that binary's runs to the same run (a before/after
+comparison); PEER_CASES=0,2 picks cases by their index in CASES.
 """
 import concurrent.futures
 import http.client
@@ -39,6 +41,7 @@ import acquire_zarr as az
 from frames import frames_file
 
 retile, work = os.path.abspath(sys.argv[1]), sys.argv[2]
+BASE = os.environ.get("RETILE_BASE")
 planes = int(os.environ.get("PEER_PLANES", "128"))
 H = W = int(os.environ.get("PEER_SIZE", "2048"))
 SERVER_PYTHON = os.environ.get("MOTO_PYTHON", "python3")
@@ -54,7 +57,10 @@ CASES = [
     ("4 MiB shards, none", (32, 128, 128), (1, 2, 2), "none"),
     ("4 MiB shards, blosc-lz4:1", (32, 128, 128), (1, 2, 2), "blosc-lz4:1"),
     ("128 MiB shards, none", (64, 256, 256), (1, 4, 4), "none"),
+    ("32 MiB shards, none", (64, 256, 256), (1, 2, 2), "none"),
 ]
+if os.environ.get("PEER_CASES"):
+    CASES = [CASES[int(i)] for i in os.environ["PEER_CASES"].split(",")]
 
 
 class Server:
@@ -135,8 +141,8 @@ def acquire_child(endpoint, chunk, shard, codec):
     print(time.perf_counter() - t)
 
 
-def run_retile(server, raw, chunk, shard, codec):
-    cmd = [retile, "stream", "--shape", f"0,{H},{W}", "--tile", ",".join(map(str, chunk)), "--dtype", "u16",
+def run_retile(server, raw, chunk, shard, codec, binary=None):
+    cmd = [binary or retile, "stream", "--shape", f"0,{H},{W}", "--tile", ",".join(map(str, chunk)), "--dtype", "u16",
            "--input", raw, "--output", f"s3://{BUCKET}/retile.zarr", "--allow-http", "--codec", codec,
            "--shard", ",".join(map(str, shard))]
     env = dict(os.environ, AWS_ENDPOINT_URL=server.endpoint)
@@ -211,17 +217,19 @@ print(f"{planes} frames of {H}x{W} u16 ({gb:.2f} GB), page-cached, into {server_
 for name, chunk, shard, codec in CASES:
     best, per_gb, failed = {}, {}, {}
     for _ in range(int(os.environ.get("PEER_RUNS", "2"))):
-        for who in ("retile", "acquire-zarr") + (() if S3S_FS else ("plain upload",)):
+        writers = ("retile", "acquire-zarr") + (("retile base",) if BASE else ()) + (() if S3S_FS else ("plain upload",))
+        for who in writers:
             server = Server()
             try:
-                run = {"retile": run_retile, "acquire-zarr": run_acquire, "plain upload": run_ceiling}[who]
+                run = {"retile": run_retile, "acquire-zarr": run_acquire, "plain upload": run_ceiling,
+                       "retile base": lambda *a: run_retile(*a, binary=BASE)}[who]
                 dt, why = run(server, frames if who == "acquire-zarr" else raw, chunk, shard, codec)
                 time.sleep(0.5)  # the log's last lines
                 if why:
                     failed[who] = why
                     continue
                 per_gb[who] = (server.requests() - server.before) / gb
-                if who == "retile":
+                if who.startswith("retile"):
                     check_retile(server)
             finally:
                 server.stop()
@@ -235,6 +243,8 @@ for name, chunk, shard, codec in CASES:
         line += f"  | acquire-zarr {a:5.2f} GB/s, {per_gb['acquire-zarr']:.0f} requests per GB  | ratio {r / a:5.2f}"
     else:
         line += f"  | {failed['acquire-zarr']}"
+    if "retile base" in best:
+        line += f"  | retile base {best['retile base']:5.2f} GB/s, {per_gb['retile base']:.0f} requests per GB"
     if "plain upload" in best:
         line += f"  | plain upload {best['plain upload']:5.2f} GB/s, {per_gb['plain upload']:.0f} requests per GB"
     print(line, flush=True)
