@@ -13,7 +13,17 @@ Prints GB/s of input end to end (best of PEER_RUNS interleaved runs), retile's
 ratio to acquire-zarr, and the requests each made per GB of input, counted
 in the server's log (every request it answered, retries included). retile's
 store is read back with zarr-python over s3fs and checked on three planes.
+
+With moto, each case also measures the server's own ceiling in the same run
+("plain upload"): the same bytes, cut into objects of the case's shard size
+with no tiling, put by 32 threads as plain unsigned HTTP requests (single
+PUTs up to 9 MiB, multipart in 8 MiB parts above), so that a writer's
+GB/s can be read against what the server takes at all. RETILE_BASE=/path
+/to/other/retile adds that binary's runs to the same run (a before/after
+comparison); PEER_CASES=0,2 picks cases by their index in CASES.
 """
+import concurrent.futures
+import http.client
 import os
 import re
 import shutil
@@ -31,6 +41,7 @@ import acquire_zarr as az
 from frames import frames_file
 
 retile, work = os.path.abspath(sys.argv[1]), sys.argv[2]
+BASE = os.environ.get("RETILE_BASE")
 planes = int(os.environ.get("PEER_PLANES", "128"))
 H = W = int(os.environ.get("PEER_SIZE", "2048"))
 SERVER_PYTHON = os.environ.get("MOTO_PYTHON", "python3")
@@ -46,7 +57,10 @@ CASES = [
     ("4 MiB shards, none", (32, 128, 128), (1, 2, 2), "none"),
     ("4 MiB shards, blosc-lz4:1", (32, 128, 128), (1, 2, 2), "blosc-lz4:1"),
     ("128 MiB shards, none", (64, 256, 256), (1, 4, 4), "none"),
+    ("32 MiB shards, none", (64, 256, 256), (1, 2, 2), "none"),
 ]
+if os.environ.get("PEER_CASES"):
+    CASES = [CASES[int(i)] for i in os.environ["PEER_CASES"].split(",")]
 
 
 class Server:
@@ -127,8 +141,8 @@ def acquire_child(endpoint, chunk, shard, codec):
     print(time.perf_counter() - t)
 
 
-def run_retile(server, raw, chunk, shard, codec):
-    cmd = [retile, "stream", "--shape", f"0,{H},{W}", "--tile", ",".join(map(str, chunk)), "--dtype", "u16",
+def run_retile(server, raw, chunk, shard, codec, binary=None):
+    cmd = [binary or retile, "stream", "--shape", f"0,{H},{W}", "--tile", ",".join(map(str, chunk)), "--dtype", "u16",
            "--input", raw, "--output", f"s3://{BUCKET}/retile.zarr", "--allow-http", "--codec", codec,
            "--shard", ",".join(map(str, shard))]
     env = dict(os.environ, AWS_ENDPOINT_URL=server.endpoint)
@@ -136,6 +150,49 @@ def run_retile(server, raw, chunk, shard, codec):
     r = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if r.returncode:
         return None, f"retile failed: {r.stderr.strip()}"
+    return time.perf_counter() - t, None
+
+
+PART = 8 << 20
+
+
+def request(server, method, target, body=b""):
+    """One unsigned request (moto takes them); the answer's body and ETag."""
+    c = http.client.HTTPConnection("127.0.0.1", server.port, timeout=600)
+    c.request(method, target, body=body)
+    r = c.getresponse()
+    answer = r.read()
+    c.close()
+    if r.status >= 300:
+        raise RuntimeError(f"{method} {target}: {r.status} {answer[:200]!r}")
+    return answer, r.getheader("ETag", "")
+
+
+def upload_object(server, pool, key, data):
+    """`data` as one PUT, or as a multipart upload of 8 MiB parts (all in flight on `pool`)."""
+    if len(data) <= PART + (1 << 20):
+        return request(server, "PUT", f"/{BUCKET}/{key}", data)
+    answer = request(server, "POST", f"/{BUCKET}/{key}?uploads")[0].decode()
+    upload = re.search(r"<UploadId>(.*?)</UploadId>", answer).group(1)
+    parts = [pool.submit(lambda n, at: request(server, "PUT", f"/{BUCKET}/{key}?partNumber={n}&uploadId={upload}",
+                                            data[at:at + PART]), n + 1, at)
+             for n, at in enumerate(range(0, len(data), PART))]
+    done = "".join(f"<Part><PartNumber>{n + 1}</PartNumber><ETag>{f.result()[1]}</ETag></Part>"
+                   for n, f in enumerate(parts))
+    request(server, "POST", f"/{BUCKET}/{key}?uploadId={upload}",
+         f"<CompleteMultipartUpload>{done}</CompleteMultipartUpload>".encode())
+
+
+def run_ceiling(server, raw, chunk, shard, codec):
+    """The case's bytes (uncompressed) as objects of its shard size, no tiling: the server's ceiling."""
+    size = int(np.prod(chunk) * np.prod(shard) * 2)
+    data = memoryview(open(raw, "rb").read())
+    t = time.perf_counter()
+    with concurrent.futures.ThreadPoolExecutor(32) as parts, concurrent.futures.ThreadPoolExecutor(32) as objects:
+        done = [objects.submit(upload_object, server, parts, f"plain/{i}", data[at:at + size])
+                for i, at in enumerate(range(0, len(data), size))]
+        for f in done:
+            f.result()
     return time.perf_counter() - t, None
 
 
@@ -147,7 +204,7 @@ def check_retile(server):
 
 
 if len(sys.argv) > 3 and sys.argv[3] == "--acquire":
-    frames = np.memmap(os.path.join(work, f"frames-{planes}-{H}.raw"), dtype=np.uint16, mode="r", shape=(planes, H, W))
+    frames = np.memmap(os.path.join(work, f"frames-{planes}-{H}x{W}.raw"), dtype=np.uint16, mode="r", shape=(planes, H, W))
     ints = lambda t: tuple(int(x) for x in t.split(","))
     acquire_child(sys.argv[4], ints(sys.argv[5]), ints(sys.argv[6]), sys.argv[7])
     sys.exit(0)
@@ -160,17 +217,19 @@ print(f"{planes} frames of {H}x{W} u16 ({gb:.2f} GB), page-cached, into {server_
 for name, chunk, shard, codec in CASES:
     best, per_gb, failed = {}, {}, {}
     for _ in range(int(os.environ.get("PEER_RUNS", "2"))):
-        for who in ("retile", "acquire-zarr"):
+        writers = ("retile", "acquire-zarr") + (("retile base",) if BASE else ()) + (() if S3S_FS else ("plain upload",))
+        for who in writers:
             server = Server()
             try:
-                run = run_retile if who == "retile" else run_acquire
-                dt, why = run(server, raw if who == "retile" else frames, chunk, shard, codec)
+                run = {"retile": run_retile, "acquire-zarr": run_acquire, "plain upload": run_ceiling,
+                       "retile base": lambda *a: run_retile(*a, binary=BASE)}[who]
+                dt, why = run(server, frames if who == "acquire-zarr" else raw, chunk, shard, codec)
                 time.sleep(0.5)  # the log's last lines
                 if why:
                     failed[who] = why
                     continue
                 per_gb[who] = (server.requests() - server.before) / gb
-                if who == "retile":
+                if who.startswith("retile"):
                     check_retile(server)
             finally:
                 server.stop()
@@ -184,4 +243,8 @@ for name, chunk, shard, codec in CASES:
         line += f"  | acquire-zarr {a:5.2f} GB/s, {per_gb['acquire-zarr']:.0f} requests per GB  | ratio {r / a:5.2f}"
     else:
         line += f"  | {failed['acquire-zarr']}"
-    print(line)
+    if "retile base" in best:
+        line += f"  | retile base {best['retile base']:5.2f} GB/s, {per_gb['retile base']:.0f} requests per GB"
+    if "plain upload" in best:
+        line += f"  | plain upload {best['plain upload']:5.2f} GB/s, {per_gb['plain upload']:.0f} requests per GB"
+    print(line, flush=True)

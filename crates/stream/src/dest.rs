@@ -94,12 +94,16 @@ impl Dest {
     }
 
     /// Writes the metadata `key` whole, replacing what was there: a reader
-    /// sees the old document or the new one, never part of one
-    /// (`durable`: a local file is synced to the disk).
+    /// sees the old document or the new one, never part of one, and never
+    /// before the files closed ahead of it are whole. `durable`: a local
+    /// file is synced to the disk, an object is stored when this returns;
+    /// without it, an object is put by a task once the objects closed
+    /// before it are complete, while the caller goes on (a failure fails
+    /// the next request).
     pub fn put_metadata(&self, key: &str, bytes: &[u8], durable: bool) -> Result<(), DestError> {
         match self {
             Dest::Local { root, .. } => Ok(replace_atomically(&root.join(key), bytes, durable)?),
-            Dest::Object(bucket) => bucket.put(key, bytes.to_vec()),
+            Dest::Object(bucket) => bucket.put_after_closed(key, bytes.to_vec(), durable),
         }
     }
 
@@ -146,8 +150,9 @@ impl Writer<'_> {
         }
     }
 
-    /// Ends the file or object; returns its length. An object exists from
-    /// here on, whole; a failed one is left out (its upload aborted).
+    /// Ends the file or object; returns its length. A file exists from here
+    /// on, whole; an object once the next metadata document is stored (a
+    /// failed one is left out, its upload aborted, and fails the stream).
     pub fn close(self) -> Result<u64, DestError> {
         match self {
             Writer::Local(file) => {

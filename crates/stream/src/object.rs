@@ -8,7 +8,14 @@
 //! failing fails the stream with its key and the server's answer.
 //!
 //! `object_store` is async: each store runs a small tokio runtime of its
-//! own, and the sink's threads wait on it.
+//! own, and the sink's threads wait on it for parts and single `PUT`s. A
+//! row's completions do not hold the sink up: each multipart upload is
+//! completed by a task of its own, and the next metadata document is put by
+//! a task that waits for every object closed before it (see
+//! [`Bucket::put_after_closed`]), while the next row's parts go up. At most
+//! one such row is being completed: the next row's first completion waits
+//! for it, and a failure of it fails the stream at the next part, `PUT` or
+//! metadata, naming the object and the server's answer.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -42,6 +49,10 @@ const ABORT_WAIT: Duration = Duration::from_secs(5);
 
 /// Threads of each store's runtime: they only wait on the network.
 const RUNTIME_THREADS: usize = 4;
+
+/// How long a store dropped unfinished (a failed or abandoned stream) waits
+/// for the completions already under way before it stops them.
+const DRAIN_WAIT: Duration = Duration::from_secs(10);
 
 /// How a store in object storage is reached; the endpoint, region and
 /// credentials come from the standard `AWS_*` environment variables
@@ -115,13 +126,70 @@ impl Default for S3Options {
 
 /// A store's prefix in a bucket, its client and its runtime.
 pub(crate) struct Bucket {
-    store: Arc<AmazonS3>,
+    shared: Arc<Shared>,
     prefix: String,
     url: PathBuf,
     runtime: tokio::runtime::Runtime,
+    rows: std::sync::Mutex<Rows>,
+}
+
+/// What the store's upload tasks share with it: the client, the counters
+/// and the first failure of a task that no caller waits on.
+struct Shared {
+    store: AmazonS3,
     uploaded: AtomicU64,
     requests: AtomicU64,
-    shared: Option<Arc<S3Traffic>>,
+    traffic: Option<Arc<S3Traffic>>,
+    failure: std::sync::Mutex<Option<Failed>>,
+}
+
+/// The completions under way: those of the objects closed since the last
+/// metadata document, and the task putting that document.
+#[derive(Default)]
+struct Rows {
+    closing: Vec<tokio::task::JoinHandle<Result<(), Failed>>>,
+    claiming: Option<tokio::task::JoinHandle<Result<(), Failed>>>,
+}
+
+/// An upload finished by a task of the store's runtime that failed: what
+/// it was doing (naming the object) and the server's answer.
+///
+/// It fails the stream at the sink's next request to the store.
+#[derive(Debug, Clone)]
+pub(crate) struct Failed {
+    doing: String,
+    answer: String,
+}
+
+impl std::fmt::Display for Failed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.doing, self.answer)
+    }
+}
+
+impl std::error::Error for Failed {}
+
+impl Shared {
+    fn count(&self, requests: u64, bytes: u64) {
+        self.requests.fetch_add(requests, Ordering::Relaxed);
+        self.uploaded.fetch_add(bytes, Ordering::Relaxed);
+        if let Some(shared) = &self.traffic {
+            shared.requests.fetch_add(requests, Ordering::Relaxed);
+            shared.uploaded.fetch_add(bytes, Ordering::Relaxed);
+        }
+    }
+
+    /// Keeps the first failure of a task.
+    fn record(&self, failed: &Failed) {
+        let mut first = self.failure.lock().unwrap_or_else(|e| e.into_inner());
+        first.get_or_insert_with(|| failed.clone());
+    }
+
+    /// The first failure of a task, as the error of whatever comes next.
+    fn check(&self) -> Result<(), Failed> {
+        let first = self.failure.lock().unwrap_or_else(|e| e.into_inner());
+        first.clone().map_or(Ok(()), Err)
+    }
 }
 
 /// What the server said, as one line (its XML answer cut to its code and
@@ -247,14 +315,19 @@ impl Bucket {
                 path: full.clone(),
                 source: e.into(),
             })?;
+        let shared = Shared {
+            store,
+            uploaded: AtomicU64::new(0),
+            requests: AtomicU64::new(0),
+            traffic: options.traffic.clone(),
+            failure: std::sync::Mutex::new(None),
+        };
         Ok(Bucket {
-            store: Arc::new(store),
+            shared: Arc::new(shared),
             prefix,
             url: full,
             runtime,
-            uploaded: AtomicU64::new(0),
-            requests: AtomicU64::new(0),
-            shared: options.traffic.clone(),
+            rows: std::sync::Mutex::new(Rows::default()),
         })
     }
 
@@ -282,19 +355,14 @@ impl Bucket {
     }
 
     fn count(&self, requests: u64, bytes: u64) {
-        self.requests.fetch_add(requests, Ordering::Relaxed);
-        self.uploaded.fetch_add(bytes, Ordering::Relaxed);
-        if let Some(shared) = &self.shared {
-            shared.requests.fetch_add(requests, Ordering::Relaxed);
-            shared.uploaded.fetch_add(bytes, Ordering::Relaxed);
-        }
+        self.shared.count(requests, bytes);
     }
 
     /// Bytes uploaded (objects completed) and requests made.
     pub fn traffic(&self) -> (u64, u64) {
         (
-            self.uploaded.load(Ordering::Relaxed),
-            self.requests.load(Ordering::Relaxed),
+            self.shared.uploaded.load(Ordering::Relaxed),
+            self.shared.requests.load(Ordering::Relaxed),
         )
     }
 
@@ -302,7 +370,7 @@ impl Bucket {
     /// Zarr store there with `overwrite` (refusing to delete what is not one).
     pub fn prepare(&self, overwrite: bool) -> Result<(), StreamError> {
         let prefix = self.key("");
-        let store = &self.store;
+        let store = &self.shared.store;
         let listing = |doing: &str, e| self.fail(doing.into(), explain(e));
         self.count(1, 0);
         let first = self
@@ -345,15 +413,127 @@ impl Bucket {
         Ok(())
     }
 
-    /// Uploads `key` whole with one `PUT`.
+    /// Uploads `key` whole with one `PUT` (refused once an upload of the
+    /// store failed).
     pub fn put(&self, key: &str, bytes: Vec<u8>) -> Result<(), DestError> {
+        self.shared.check()?;
         let len = bytes.len() as u64;
         self.count(1, 0);
         self.runtime
-            .block_on(self.store.put(&self.key(key), PutPayload::from(bytes)))
+            .block_on(
+                self.shared
+                    .store
+                    .put(&self.key(key), PutPayload::from(bytes)),
+            )
             .map_err(explain)?;
         self.count(0, len);
         Ok(())
+    }
+
+    /// Puts `key` (a metadata document) once every object closed before
+    /// this call is complete, and after the document put before it: a
+    /// reader never sees a claim of an object not yet there, nor a row
+    /// claimed before the rows above it. With `wait` this returns when it
+    /// is stored; without, it goes on in a task while the caller uploads
+    /// the next row, and a failure fails the next request. Waits first
+    /// for the previous document, so that at most one row is being completed.
+    pub fn put_after_closed(&self, key: &str, bytes: Vec<u8>, wait: bool) -> Result<(), DestError> {
+        let mut rows = self.lock_rows();
+        self.settle(&mut rows)?;
+        let closing = std::mem::take(&mut rows.closing);
+        let shared = self.shared.clone();
+        let (key, name) = (self.key(key), key.to_owned());
+        let claim = async move {
+            // every completion is waited for, failed or not, so that none
+            // is still aborting when the store is dropped
+            for completed in futures::future::join_all(closing).await {
+                completed.map_err(|e| Failed {
+                    doing: "completing an upload".into(),
+                    answer: e.to_string(),
+                })??;
+            }
+            shared.check()?;
+            let len = bytes.len() as u64;
+            shared.count(1, 0);
+            let put = shared.store.put(&key, PutPayload::from(bytes)).await;
+            put.map_err(|e| Failed {
+                doing: format!("putting {name}"),
+                answer: explain(e).to_string(),
+            })?;
+            shared.count(0, len);
+            Ok(())
+        };
+        let task = self.runtime.spawn(claim);
+        match wait {
+            true => self.wait_for(task).map_err(DestError::from),
+            false => {
+                rows.claiming = Some(task);
+                Ok(())
+            }
+        }
+    }
+
+    fn lock_rows(&self) -> std::sync::MutexGuard<'_, Rows> {
+        self.rows.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Waits for the metadata document being put (the row before the one
+    /// now closing), if any; then fails if any task of the store failed.
+    fn settle(&self, rows: &mut Rows) -> Result<(), Failed> {
+        if let Some(claiming) = rows.claiming.take() {
+            // a failure is recorded by `wait_for`, and reported just below
+            let _ = self.wait_for(claiming);
+        }
+        self.shared.check()
+    }
+
+    /// Waits for `task`, keeping its failure as the store's.
+    fn wait_for(&self, task: tokio::task::JoinHandle<Result<(), Failed>>) -> Result<(), Failed> {
+        let result = self.runtime.block_on(task).unwrap_or_else(|e| {
+            Err(Failed {
+                doing: "completing the uploads of a row".into(),
+                answer: e.to_string(),
+            })
+        });
+        if let Err(failed) = &result {
+            self.shared.record(failed);
+        }
+        result
+    }
+
+    /// Waits for the row before the one now closing (its metadata
+    /// document), so that at most one row is being completed while the
+    /// next uploads; fails if any task of the store failed.
+    fn settle_row(&self) -> Result<(), Failed> {
+        self.settle(&mut self.lock_rows())
+    }
+
+    /// Hands the completion of a closed object to the store's runtime; the
+    /// next metadata document waits for it.
+    fn closing(
+        &self,
+        completion: impl std::future::Future<Output = Result<(), Failed>> + Send + 'static,
+    ) {
+        let task = self.runtime.spawn(completion);
+        self.lock_rows().closing.push(task);
+    }
+}
+
+impl Drop for Bucket {
+    /// A store dropped with completions under way (a failed or abandoned
+    /// stream) waits a little for them: an object completed is whole, one
+    /// that fails is aborted by its task; after [`DRAIN_WAIT`] the rest
+    /// are stopped and left to the bucket's lifecycle rules.
+    fn drop(&mut self) {
+        let rows = std::mem::take(&mut *self.lock_rows());
+        let tasks: Vec<_> = rows.closing.into_iter().chain(rows.claiming).collect();
+        if tasks.is_empty() || tokio::runtime::Handle::try_current().is_ok() {
+            return;
+        }
+        let all = futures::future::join_all(tasks);
+        let _ = self
+            .runtime
+            .block_on(async { tokio::time::timeout(DRAIN_WAIT, all).await });
     }
 }
 
@@ -426,11 +606,12 @@ impl Upload {
     /// waits while more than `in_flight` parts are uploading.
     fn send(&mut self, part: Vec<u8>) -> Result<(), DestError> {
         let bucket = &*self.bucket;
+        bucket.shared.check()?;
         if self.multipart.is_none() {
             bucket.count(1, 0);
             let upload = bucket
                 .runtime
-                .block_on(bucket.store.put_multipart(&bucket.key(&self.key)))
+                .block_on(bucket.shared.store.put_multipart(&bucket.key(&self.key)))
                 .map_err(explain)?;
             self.multipart = Some(Multipart {
                 upload: std::sync::Mutex::new(upload),
@@ -454,8 +635,9 @@ impl Upload {
         Ok(())
     }
 
-    /// Ends the object: one `PUT` of its bytes, or the last part and the
-    /// completion of its multipart upload (aborted if a part failed).
+    /// Ends the object: one `PUT` of its bytes, or the last part; the
+    /// multipart upload is then completed by a task (aborted if a part or
+    /// the completion fails), which the next metadata document waits for.
     /// Returns its length.
     pub fn close(&mut self) -> Result<u64, DestError> {
         let bytes = std::mem::take(&mut self.pending);
@@ -472,31 +654,19 @@ impl Upload {
         if !last.is_empty() {
             self.send(last)?;
         }
-        let Some(mut multipart) = self.multipart.take() else {
+        // a failure here leaves the upload to `Drop`, which aborts it
+        self.bucket.settle_row()?;
+        let Some(multipart) = self.multipart.take() else {
             return Err("the multipart upload was not started".into());
         };
-        let bucket = &*self.bucket;
-        let finished = bucket.runtime.block_on(async {
-            while let Some(joined) = multipart.parts.join_next().await {
-                joined.map_err(DestError::from)?.map_err(explain)?;
-            }
-            upload_of(&mut multipart.upload)
-                .complete()
-                .await
-                .map_err(explain)
-        });
-        bucket.count(1, 0);
-        match finished {
-            Ok(_) => {
-                bucket.count(0, self.offset);
-                Ok(self.offset)
-            }
-            Err(e) => {
-                self.multipart = Some(multipart);
-                self.abort();
-                Err(e)
-            }
-        }
+        let completion = complete(
+            multipart,
+            self.bucket.shared.clone(),
+            &self.key,
+            self.offset,
+        );
+        self.bucket.closing(completion);
+        Ok(self.offset)
     }
 
     /// Stops the parts in flight and aborts the multipart upload, waiting
@@ -516,6 +686,45 @@ impl Upload {
             // inside an async context a runtime cannot be waited on: the abort goes on its own
             Ok(_) => drop(bucket.runtime.spawn(aborting)),
             Err(_) => bucket.runtime.block_on(aborting),
+        }
+    }
+}
+
+/// Waits for the parts of `multipart` and completes it, counting `len`
+/// bytes uploaded; aborts it if a part or the completion failed.
+fn complete(
+    mut multipart: Multipart,
+    shared: Arc<Shared>,
+    key: &str,
+    len: u64,
+) -> impl std::future::Future<Output = Result<(), Failed>> + Send + 'static {
+    let doing = format!("completing the multipart upload of {key}");
+    async move {
+        let finished = async {
+            while let Some(joined) = multipart.parts.join_next().await {
+                joined.map_err(DestError::from)?.map_err(explain)?;
+            }
+            shared.count(1, 0);
+            let upload = upload_of(&mut multipart.upload);
+            upload.complete().await.map_err(explain)
+        };
+        match finished.await {
+            Ok(_) => {
+                shared.count(0, len);
+                Ok(())
+            }
+            Err(answer) => {
+                multipart.parts.abort_all();
+                shared.count(1, 0);
+                let aborting = upload_of(&mut multipart.upload).abort();
+                let _ = tokio::time::timeout(ABORT_WAIT, aborting).await;
+                let failed = Failed {
+                    doing,
+                    answer: answer.to_string(),
+                };
+                shared.record(&failed);
+                Err(failed)
+            }
         }
     }
 }

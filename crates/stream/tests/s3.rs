@@ -8,7 +8,7 @@ use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -526,6 +526,24 @@ struct Relay {
     refuse_chunks: Arc<AtomicBool>,
     open: Arc<Mutex<Vec<TcpStream>>>,
     throttled: Arc<AtomicUsize>,
+    completes: Arc<AtomicU8>,
+    events: Arc<Mutex<Vec<Event>>>,
+}
+
+/// What a relay does to `CompleteMultipartUpload` requests.
+const PASS: u8 = 0;
+/// Holds each back a while before passing it on.
+const DELAY: u8 = 1;
+/// Refuses each with a server error.
+const REFUSE: u8 = 2;
+
+/// What a watching relay saw, in order.
+#[derive(Debug, Clone, PartialEq)]
+enum Event {
+    /// The server answered a completion of a shard of this row.
+    Completed(u64),
+    /// A `zarr.json` claiming this many planes was sent on.
+    Claimed(u64),
 }
 
 impl Relay {
@@ -536,12 +554,15 @@ impl Relay {
         let refuse_chunks = Arc::new(AtomicBool::new(false));
         let open: Arc<Mutex<Vec<TcpStream>>> = Arc::default();
         let throttled = Arc::new(AtomicUsize::new(0));
+        let completes = Arc::new(AtomicU8::new(PASS));
+        let events: Arc<Mutex<Vec<Event>>> = Arc::default();
         let (c, o, t, r) = (
             cut.clone(),
             open.clone(),
             throttled.clone(),
             refuse_chunks.clone(),
         );
+        let (w, e) = (completes.clone(), events.clone());
         std::thread::spawn(move || {
             for (n, conn) in listener.incoming().enumerate() {
                 if c.load(Ordering::SeqCst) {
@@ -555,6 +576,12 @@ impl Relay {
                 }
                 if r.load(Ordering::SeqCst) {
                     std::thread::spawn(move || refuse_chunk(client, target));
+                    continue;
+                }
+                let mode = w.load(Ordering::SeqCst);
+                if mode != PASS {
+                    let events = e.clone();
+                    std::thread::spawn(move || watch(client, target, mode, &events));
                     continue;
                 }
                 let Ok(server) = TcpStream::connect(("127.0.0.1", target)) else {
@@ -583,6 +610,8 @@ impl Relay {
             refuse_chunks,
             open,
             throttled,
+            completes,
+            events,
         }
     }
 
@@ -650,37 +679,88 @@ fn slow_down(mut client: TcpStream) {
     }
 }
 
+/// The request line of `head`.
+fn request_line(head: &[u8]) -> String {
+    let head = String::from_utf8_lossy(head);
+    head.lines().next().unwrap_or_default().to_owned()
+}
+
+fn refuse(client: &mut TcpStream) {
+    answer_error(
+        client,
+        "500 Internal Server Error",
+        "InternalError",
+        "We encountered an internal error. Please try again.",
+    );
+}
+
 /// Refuses a request for a chunk or shard (`.../c/...`) with a server
 /// error, as a failing disk behind the server would; passes anything else on.
 fn refuse_chunk(mut client: TcpStream, target: u16) {
     let Some((head, body)) = read_request(&mut client) else {
         return;
     };
-    let line = String::from_utf8_lossy(&head)
-        .lines()
-        .next()
-        .unwrap_or_default()
-        .to_owned();
-    if line.contains("/c/") {
-        return answer_error(
-            &mut client,
-            "500 Internal Server Error",
-            "InternalError",
-            "We encountered an internal error. Please try again.",
-        );
+    if request_line(&head).contains("/c/") {
+        return refuse(&mut client);
     }
-    let Ok(mut server) = TcpStream::connect(("127.0.0.1", target)) else {
-        return;
-    };
+    forward(&mut client, target, &head, &body);
+}
+
+/// Passes one request on to the server and its answer back; false if the
+/// server could not be reached.
+fn forward(client: &mut TcpStream, target: u16, head: &[u8], body: &[u8]) -> bool {
+    ask(target, head, body).is_some_and(|answer| client.write_all(&answer).is_ok())
+}
+
+/// The server's whole answer to one request.
+fn ask(target: u16, head: &[u8], body: &[u8]) -> Option<Vec<u8>> {
+    let mut server = TcpStream::connect(("127.0.0.1", target)).ok()?;
     // one request a connection: the relay reads no second one
     let at = head.windows(2).position(|w| w == b"\r\n").unwrap_or(0) + 2;
     let mut forwarded = head[..at].to_vec();
     forwarded.extend_from_slice(b"Connection: close\r\n");
     forwarded.extend_from_slice(&head[at..]);
-    forwarded.extend_from_slice(&body);
-    if server.write_all(&forwarded).is_ok() {
-        let _ = std::io::copy(&mut server, &mut client);
+    forwarded.extend_from_slice(body);
+    server.write_all(&forwarded).ok()?;
+    let mut answer = Vec::new();
+    server.read_to_end(&mut answer).ok()?;
+    Some(answer)
+}
+
+/// The row of the shard a request line names (`PUT /bucket/p/c/ROW/...`).
+fn shard_row(line: &str) -> Option<u64> {
+    let (_, rest) = line.split_once("/c/")?;
+    rest.split(['/', '?', ' ']).next()?.parse().ok()
+}
+
+/// Passes one request on, delaying (`DELAY`) or refusing (`REFUSE`) the
+/// completions of multipart uploads, and notes each completion answered
+/// and each `zarr.json` sent on, in order.
+fn watch(mut client: TcpStream, target: u16, mode: u8, events: &Mutex<Vec<Event>>) {
+    let Some((head, body)) = read_request(&mut client) else {
+        return;
+    };
+    let line = request_line(&head);
+    let completion = line.starts_with("POST ") && line.contains("uploadId=");
+    if completion && mode == REFUSE {
+        return refuse(&mut client);
     }
+    if completion {
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    if line.starts_with("PUT ") && line.contains("/zarr.json") {
+        let meta: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+        let planes = meta["shape"][0].as_u64().unwrap_or(u64::MAX);
+        events.lock().unwrap().push(Event::Claimed(planes));
+    }
+    let Some(answer) = ask(target, &head, &body) else {
+        return;
+    };
+    // noted before the client can see the answer
+    if let (true, Some(row)) = (completion, shard_row(&line)) {
+        events.lock().unwrap().push(Event::Completed(row));
+    }
+    let _ = client.write_all(&answer);
 }
 
 #[test]
@@ -769,6 +849,101 @@ fn a_server_lost_mid_stream_fails_the_stream_and_nothing_unstored_is_claimed() {
 #[test]
 fn shards_refused_mid_stream_fail_the_stream_and_the_metadata_claims_only_what_is_stored() {
     fails_mid_stream_claiming_only_what_is_stored(Relay::refuse_chunks, "refused");
+}
+
+/// Shards of 12 MiB (two parts each), two a row, rows of 24 planes.
+fn multipart_rows(url: &str, relay: &Relay) -> (ZarrOptions, StreamSpec) {
+    let mut s3 = s3(&relay.endpoint());
+    s3.retries = 2;
+    s3.retry_timeout = Duration::from_secs(2);
+    let opts = ZarrOptions {
+        shard: Some(vec![1, 2, 2]),
+        ..options(url, s3)
+    };
+    let spec = StreamSpec::new(DType::U16, vec![0, 512, 1024], vec![24, 256, 256]).unwrap();
+    (opts, spec)
+}
+
+#[test]
+fn a_row_is_claimed_only_after_every_multipart_upload_of_it_and_above_it_is_complete() {
+    let Some(moto) = moto(false) else { return };
+    let relay = Relay::start(moto.port, 0);
+    // every completion answered 300 ms late: a claim that did not wait
+    // for them would reach the server first
+    relay.completes.store(DELAY, Ordering::SeqCst);
+    let (opts, spec) = multipart_rows(&format!("s3://{BUCKET}/ordered"), &relay);
+    let mut s = TileStream::new(spec, &[0, 0], 2, Box::new(ZarrSink::new(opts))).unwrap();
+    let data = values(4 * 24 * 512 * 1024);
+    for p in to_bytes(&data).chunks(1 << 20) {
+        s.append(p).unwrap();
+    }
+    s.finish().unwrap();
+    let events = relay.events.lock().unwrap().clone();
+    let mut completed = vec![0; 4];
+    let mut claims = 0;
+    for event in &events {
+        match *event {
+            Event::Completed(row) => completed[row as usize] += 1,
+            Event::Claimed(planes) => {
+                claims += 1;
+                let rows = planes.div_ceil(24) as usize;
+                assert!(
+                    completed[..rows].iter().all(|&n| n == 2),
+                    "{planes} planes claimed before their shards were complete: {events:?}"
+                );
+            }
+        }
+    }
+    assert_eq!(completed, vec![2; 4], "{events:?}");
+    assert!(claims >= 5, "{events:?}");
+    let dir = tempfile::tempdir().unwrap();
+    let (shape, read) = read_back(&moto.client(), "ordered", dir.path());
+    assert_eq!(shape, vec![96, 512, 1024]);
+    assert_same(&read, &data, "read back");
+}
+
+#[test]
+fn a_refused_completion_fails_the_stream_while_the_next_row_uploads() {
+    let Some(moto) = moto(false) else { return };
+    let relay = Relay::start(moto.port, 0);
+    relay.completes.store(REFUSE, Ordering::SeqCst);
+    let url = format!("s3://{BUCKET}/uncompleted");
+    let (opts, spec) = multipart_rows(&url, &relay);
+    let mut s = TileStream::new(spec, &[0, 0], 2, Box::new(ZarrSink::new(opts))).unwrap();
+    // ten rows: the first row's refused completions must stop the stream
+    // before its end, not only at `finish`
+    let data = to_bytes(&values(10 * 24 * 512 * 1024));
+    let failed = data.chunks(1 << 20).find_map(|p| s.append(p).err());
+    let err = failed
+        .expect("a refused completion went unreported while the next rows uploaded")
+        .to_string();
+    eprintln!("the stream's error: {err}");
+    assert!(err.contains(&url), "{err}");
+    assert!(
+        err.contains("completing the multipart upload of") && err.contains("c/0/"),
+        "{err}"
+    );
+    assert!(err.contains("InternalError"), "{err}");
+    assert!(!err.contains('\n'), "{err}");
+    drop(s);
+    let client = moto.client();
+    assert_eq!(claimed_planes(&client, "uncompleted"), Some(0));
+    // the keys of the multipart uploads still open
+    let uploads = || {
+        let listing = raw_request(moto.port, "GET", &format!("/{BUCKET}?uploads"));
+        let keys = listing.split("<Key>").skip(1);
+        keys.filter_map(|k| Some(k.split_once("</Key>")?.0.to_owned()))
+            .collect::<Vec<_>>()
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !uploads().is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let left = uploads();
+    assert!(
+        left.is_empty(),
+        "a failed stream left multipart uploads behind: {left:?}"
+    );
 }
 
 #[test]
