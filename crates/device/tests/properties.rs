@@ -184,5 +184,8 @@ fn types_the_device_does_not_hold_are_refused_by_name() {
         }
     }
     // host names, device names: one table
-    assert_eq!(device_name("torch.float8_e5m2fnuz".parse().unwrap()), Some("SEN152_FP8"));
+    assert_eq!(
+        device_name("torch.float8_e5m2fnuz".parse().unwrap()),
+        Some("SEN152_FP8")
+    );
 }

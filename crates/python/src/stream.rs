@@ -3,13 +3,15 @@
 use std::ffi::CStr;
 use std::path::PathBuf;
 use std::sync::Mutex;
+use std::time::Duration;
 
 use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use retile_stream::{
     default_axes, open_output, Axis, Backend, Codec, DType, Method, MultiscaleStream, NgffOptions,
-    Output, PyramidOptions, Shuffle, StreamDType, StreamError, StreamSpec, Summary, ZarrOptions,
+    Output, PyramidOptions, S3Options, Shuffle, StreamDType, StreamError, StreamSpec, Summary,
+    ZarrOptions,
 };
 
 /// A stream error as the Python exception of its kind, with the same one-line message.
@@ -216,7 +218,7 @@ fn busy() -> PyErr {
 #[pymethods]
 impl Stream {
     #[new]
-    #[pyo3(signature = (output, shape, tile, dtype, shard=None, codec="none", fill=None, dim_names=None, backend="cpu", shuffle=None, writers=None, buffered_io=false, overwrite=false, threads=0, pyramid=None, levels=None, downsample=None, ngff=false, dim_types=None, units=None, scale=None))]
+    #[pyo3(signature = (output, shape, tile, dtype, shard=None, codec="none", fill=None, dim_names=None, backend="cpu", shuffle=None, writers=None, buffered_io=false, overwrite=false, threads=0, pyramid=None, levels=None, downsample=None, ngff=false, dim_types=None, units=None, scale=None, allow_http=false, retry_seconds=120.0, s3_config=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         output: Option<PathBuf>,
@@ -240,6 +242,9 @@ impl Stream {
         dim_types: Option<Vec<String>>,
         units: Option<Vec<Option<String>>>,
         scale: Option<Vec<f64>>,
+        allow_http: bool,
+        retry_seconds: f64,
+        s3_config: Option<std::collections::BTreeMap<String, String>>,
     ) -> PyResult<Stream> {
         let dtype = dtype_of(dtype)?;
         let spec = StreamSpec::new(dtype, shape, tile).map_err(stream_err)?;
@@ -293,6 +298,8 @@ impl Stream {
                     (dim_types.is_some(), "dim_types"),
                     (units.is_some(), "units"),
                     (scale.is_some(), "scale"),
+                    (allow_http, "allow_http"),
+                    (s3_config.is_some(), "s3_config"),
                 ]
                 .into_iter()
                 .filter_map(|(given, name)| given.then_some(name))
@@ -327,7 +334,18 @@ impl Stream {
                         buffered_io,
                         writers,
                         overwrite,
-                        ..Default::default()
+                        s3: S3Options {
+                            allow_http,
+                            retry_timeout: Duration::try_from_secs_f64(retry_seconds).map_err(
+                                |_| {
+                                    PyValueError::new_err(format!(
+                                        "retry_seconds takes a number of seconds, not {retry_seconds}"
+                                    ))
+                                },
+                            )?,
+                            config: s3_config.unwrap_or_default().into_iter().collect(),
+                            ..Default::default()
+                        },
                     }),
                     pyramid,
                     ngff: ngff_options,

@@ -88,3 +88,23 @@ def test_an_existing_store_in_s3_is_refused(endpoint):
         s.append(np.zeros((2, 8, 8), dtype=np.uint8) + 1)
     with pytest.raises(ValueError, match="already holds objects"):
         retile.Stream(url, shape=(2, 8, 8), tile=(2, 8, 8), dtype="uint8")
+
+
+def test_plain_http_needs_allow_http_and_settings_can_replace_the_environment(endpoint, monkeypatch):
+    data = np.arange(4 * 8 * 8, dtype=np.uint8).reshape(4, 8, 8)
+    monkeypatch.delenv("AWS_ALLOW_HTTP")
+    with pytest.raises(ValueError, match="plain http"):
+        retile.Stream("s3://retile-py/http.zarr", shape=(4, 8, 8), tile=(2, 8, 8), dtype="uint8")
+    for k in ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION"):
+        monkeypatch.delenv(k)
+    settings = {"aws_endpoint": endpoint, "aws_access_key_id": "testing",
+                "aws_secret_access_key": "testing", "aws_region": "us-east-1"}
+    with retile.Stream("s3://retile-py/settings.zarr", shape=(4, 8, 8), tile=(2, 8, 8), dtype="uint8",
+                       allow_http=True, retry_seconds=5, s3_config=settings) as s:
+        s.append(data)
+    array = zarr.open_array("s3://retile-py/settings.zarr", mode="r",
+                            storage_options={"endpoint_url": endpoint, "key": "testing", "secret": "testing"})
+    assert np.array_equal(array[...], data)
+    with pytest.raises(ValueError, match="retry_seconds"):
+        retile.Stream("s3://retile-py/bad.zarr", shape=(4, 8, 8), tile=(2, 8, 8), dtype="uint8",
+                      allow_http=True, retry_seconds=-1, s3_config=settings)

@@ -278,7 +278,7 @@ impl Bucket {
             .is_some_and(|v| v.eq_ignore_ascii_case("true") || v == "1");
         if endpoint.starts_with("http://") && !http_allowed {
             return invalid(format!(
-                "the endpoint {endpoint} is plain http (unencrypted): allow it with --allow-http (or AWS_ALLOW_HTTP=true), or use https"
+                "the endpoint {endpoint} is plain http (unencrypted): allow plain http in the S3 options (allow_http) or with AWS_ALLOW_HTTP=true, or use https"
             ));
         }
         let signed = builder

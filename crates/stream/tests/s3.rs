@@ -987,7 +987,10 @@ fn plain_http_and_missing_credentials_are_refused_before_anything_is_sent() {
     )
     .unwrap_err()
     .to_string();
-    assert!(err.contains("--allow-http"), "{err}");
+    assert!(
+        err.contains("allow_http") && err.contains("AWS_ALLOW_HTTP"),
+        "{err}"
+    );
     let mut anonymous = s3("http://127.0.0.1:9");
     anonymous.config.retain(|(k, _)| !k.contains("key"));
     let err = stream(

@@ -21,7 +21,11 @@ class Stream:
     object storage reached as the ``AWS_*`` environment variables say
     (``AWS_ENDPOINT_URL``, ``AWS_REGION``, ``AWS_ACCESS_KEY_ID``,
     ``AWS_SECRET_ACCESS_KEY``; ``AWS_ALLOW_HTTP=true`` for a plain http
-    endpoint); the summary then counts ``uploaded_bytes`` and ``requests``.
+    endpoint, or ``allow_http=True``); ``s3_config`` takes the place of the
+    environment's settings, keyed as ``object_store`` names them
+    (``aws_endpoint``, ``aws_region``, ``aws_access_key_id``, ...), and
+    ``retry_seconds`` bounds how long a failing request is retried. The
+    summary then counts ``uploaded_bytes`` and ``requests``.
     """
 
     def __init__(
@@ -47,6 +51,9 @@ class Stream:
         dim_types: Optional[Sequence[str]] = None,
         units: Optional[Sequence[Optional[str]]] = None,
         scale: Optional[Sequence[float]] = None,
+        allow_http: bool = False,
+        retry_seconds: float = 120.0,
+        s3_config: Optional[Dict[str, str]] = None,
     ) -> None: ...
     def append(self, data: Any) -> int:
         """Appends a C-contiguous buffer (no copy, GIL released); returns the bytes taken.
