@@ -43,6 +43,41 @@ pub const PART_BYTES: usize = 8 << 20;
 /// most `PART_BYTES + SLACK_BYTES` is one `PUT`.
 const SLACK_BYTES: usize = 1 << 20;
 
+/// Where an EC2 instance's metadata service answers, unless
+/// `AWS_METADATA_ENDPOINT` (or the `aws_metadata_endpoint` setting) says
+/// otherwise.
+const METADATA_ENDPOINT: &str = "http://169.254.169.254";
+
+/// How long the metadata service has to take a connection.
+const METADATA_PROBE: Duration = Duration::from_secs(1);
+
+/// Whether an instance metadata service takes a connection at `endpoint`
+/// (`http://HOST[:PORT]`) within a second, and `AWS_EC2_METADATA_DISABLED`
+/// does not turn it off: credentials then come from the instance's role.
+fn metadata_service_answers(endpoint: &str) -> bool {
+    use std::net::ToSocketAddrs;
+    let disabled =
+        std::env::var("AWS_EC2_METADATA_DISABLED").is_ok_and(|v| v.eq_ignore_ascii_case("true"));
+    let Some(authority) = endpoint
+        .strip_prefix("http://")
+        .and_then(|rest| rest.split('/').next())
+    else {
+        return false;
+    };
+    let with_port = match authority.rsplit_once(':') {
+        Some((_, port)) if port.parse::<u16>().is_ok() => authority.to_string(),
+        _ => format!("{authority}:80"),
+    };
+    !disabled
+        && with_port
+            .to_socket_addrs()
+            .ok()
+            .and_then(|mut addresses| addresses.next())
+            .is_some_and(|address| {
+                std::net::TcpStream::connect_timeout(&address, METADATA_PROBE).is_ok()
+            })
+}
+
 /// How long an abandoned multipart upload may take to abort before it is
 /// left to the bucket's lifecycle rules.
 const ABORT_WAIT: Duration = Duration::from_secs(5);
@@ -295,10 +330,16 @@ impl Bucket {
         .iter()
         .any(|v| std::env::var_os(v).is_some());
         if signed && !has_key && !other_credentials {
-            return invalid(format!(
-                "{}: no credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_ENDPOINT_URL for a server other than AWS)",
-                full.display()
-            ));
+            // an EC2 instance's role, from its metadata service, when it answers
+            let metadata = builder
+                .get_config_value(&AmazonS3ConfigKey::MetadataEndpoint)
+                .unwrap_or_else(|| METADATA_ENDPOINT.into());
+            if !metadata_service_answers(&metadata) {
+                return invalid(format!(
+                    "{}: no credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_ENDPOINT_URL for a server other than AWS); no instance metadata service answered at {metadata} either",
+                    full.display()
+                ));
+            }
         }
         let store = builder.build().map_err(|e| StreamError::Store {
             doing: "configuring the S3 client".into(),

@@ -160,6 +160,8 @@ fn s3(endpoint: &str) -> S3Options {
             ("aws_region", "us-east-1"),
             ("aws_access_key_id", "testing"),
             ("aws_secret_access_key", "testing"),
+            // no instance metadata service: a closed port of this machine
+            ("aws_metadata_endpoint", "http://127.0.0.1:9"),
         ]
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -1074,4 +1076,74 @@ fn a_chunk_of_exactly_one_part_is_one_put() {
     );
     let (_, read) = read_back(&client, "onepartshard", tempfile::tempdir().unwrap().path());
     assert_same(&read, &data, "read back");
+}
+
+/// An EC2 instance metadata service on 127.0.0.1 that hands out the role
+/// credentials `testing`/`testing` (IMDSv2: a token, the role's name, its
+/// credentials), serving at most 64 requests; counts the credentials
+/// fetched.
+struct MetadataService {
+    port: u16,
+    fetched: Arc<AtomicUsize>,
+}
+
+impl MetadataService {
+    fn start() -> MetadataService {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let fetched = Arc::new(AtomicUsize::new(0));
+        let counter = fetched.clone();
+        std::thread::spawn(move || {
+            for mut client in listener.incoming().take(64).flatten() {
+                let Some((head, _)) = read_request(&mut client) else {
+                    continue;
+                };
+                let line = request_line(&head);
+                let body = if line.starts_with("PUT /latest/api/token") {
+                    "a-token".to_string()
+                } else if line.starts_with("GET /latest/meta-data/iam/security-credentials/ ") {
+                    "a-role".to_string()
+                } else if line.starts_with("GET /latest/meta-data/iam/security-credentials/a-role")
+                {
+                    counter.fetch_add(1, Ordering::SeqCst);
+                    r#"{"Code":"Success","AccessKeyId":"testing","SecretAccessKey":"testing","Token":"a-session","Expiration":"2099-01-01T00:00:00Z"}"#.to_string()
+                } else {
+                    answer_error(&mut client, "404 Not Found", "NotFound", "no such path");
+                    continue;
+                };
+                let answer = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = client.write_all(answer.as_bytes());
+            }
+        });
+        MetadataService { port, fetched }
+    }
+}
+
+#[test]
+fn without_keys_an_instance_role_from_the_metadata_service_signs_the_requests() {
+    let Some(moto) = moto(false) else { return };
+    let service = MetadataService::start();
+    let mut role = s3(&moto.endpoint());
+    role.config
+        .retain(|(k, _)| !k.contains("key") && k != "aws_metadata_endpoint");
+    role.config.push((
+        "aws_metadata_endpoint".into(),
+        format!("http://127.0.0.1:{}", service.port),
+    ));
+    let url = format!("s3://{BUCKET}/role.zarr");
+    let (summary, data) = stream(vec![0, 8, 8], 4, vec![2, 8, 8], options(&url, role), 64).unwrap();
+    assert_eq!(summary.planes, 4);
+    let dir = tempfile::tempdir().unwrap();
+    let (shape, read) = read_back(&moto.client(), "role.zarr", dir.path());
+    assert_eq!(shape, vec![4, 8, 8]);
+    assert_same(&read, &data, "read back");
+    if std::env::var_os("AWS_ACCESS_KEY_ID").is_none() {
+        assert!(
+            service.fetched.load(Ordering::SeqCst) >= 1,
+            "the credentials did not come from the metadata service"
+        );
+    }
 }
