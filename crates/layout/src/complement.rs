@@ -93,15 +93,17 @@ fn ceil_div_leaves(leaves: &[i64], divisor: i64) -> Result<i64> {
     })
 }
 
-/// Indices of `modes` in ascending order of stride (stable).
+/// Indices of `modes` in ascending order of stride (stable): an insertion
+/// sort by swaps, the fastest for the few modes of a layout.
 pub(crate) fn sorted_by_stride(modes: &[(i64, i64)]) -> smallvec::SmallVec<[usize; 8]> {
     let mut order: smallvec::SmallVec<[usize; 8]> = smallvec::SmallVec::new();
     for k in 0..modes.len() {
-        let at = order
-            .iter()
-            .position(|&j| modes[j].1 > modes[k].1)
-            .unwrap_or(order.len());
-        order.insert(at, k);
+        order.push(k);
+        let mut j = k;
+        while j > 0 && modes[order[j - 1]].1 > modes[k].1 {
+            order.swap(j - 1, j);
+            j -= 1;
+        }
     }
     order
 }

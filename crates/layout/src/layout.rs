@@ -50,8 +50,11 @@ fn push_flat_profile(profile: &mut Profile, n: usize) {
     if n == 1 {
         profile.push(LEAF);
     } else {
+        // pushes: `SmallVec::extend` costs more than the few tokens
         profile.push(OPEN);
-        profile.extend(std::iter::repeat_n(LEAF, n));
+        for _ in 0..n {
+            profile.push(LEAF);
+        }
         profile.push(CLOSE);
     }
 }
