@@ -120,11 +120,6 @@ fn invalid(message: String) -> CopyError {
     CopyError::Invalid(message)
 }
 
-/// A flat tuple of integers.
-fn tuple(values: &[i64]) -> IntTuple {
-    IntTuple::from(values)
-}
-
 /// The compact layout over `block` whose register order follows `strides`
 /// ascending (the fastest dimension fills consecutive registers).
 fn register_order(block: &[i64], strides: &[i64]) -> Result<Layout> {
@@ -136,7 +131,7 @@ fn register_order(block: &[i64], strides: &[i64]) -> Result<Layout> {
         reg_stride[d] = acc;
         acc *= block[d];
     }
-    Ok(Layout::new(tuple(block), tuple(&reg_stride))?)
+    Ok(Layout::new(block.into(), reg_stride[..].into())?)
 }
 
 impl TransposePlan {
@@ -329,8 +324,9 @@ impl TransposeRequest {
             .collect();
         let mut order: Vec<usize> = (0..shape.len()).collect();
         order.sort_by_key(|&d| (src_strides[d].abs(), d));
-        let fragment =
-            |strides: &[i64]| -> Result<Layout> { Ok(Layout::new(tuple(&block), tuple(strides))?) };
+        let fragment = |strides: &[i64]| -> Result<Layout> {
+            Ok(Layout::new(block[..].into(), strides.into())?)
+        };
         let (src_fragment, dst_fragment) = (fragment(&src_strides)?, fragment(&dst_strides)?);
         let (load_order, store_order) = (
             register_order(&block, &src_strides)?,
@@ -433,7 +429,7 @@ impl Transpose {
     /// `order`, `width` registers per access, along `dim`.
     fn accesses(&self, thread: i64, order: &Layout, width: i64, dim: usize) -> Result<Vec<Access>> {
         let inverse = right_inverse(order)?;
-        let block_shape = tuple(&self.block);
+        let block_shape = IntTuple::from(&self.block[..]);
         let count = self.block.iter().product::<i64>() / width;
         let mut out = Vec::new();
         for origin in self.block_origins(thread) {

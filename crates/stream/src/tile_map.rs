@@ -87,7 +87,7 @@ impl TileMap {
                 buffer: (intra[d], if d == 0 { epoch } else { slots[d - 1] }),
             })
             .collect();
-        let buffer = lifted_form(&dims, |m| m.buffer)?;
+        let buffer = buffer_layout(&dims)?;
         Ok(TileMap {
             dims,
             input: lifted,
@@ -105,11 +105,6 @@ impl TileMap {
     /// buffers laid end to end.
     pub fn buffer_layout(&self) -> &Layout {
         &self.buffer
-    }
-
-    /// Rank of the stream.
-    pub fn rank(&self) -> usize {
-        self.dims.len()
     }
 
     /// Input element strides of dimension `d`'s `(n, t)` (slowest first).
@@ -260,23 +255,12 @@ fn input_strides(lifted: &Layout, extents: &[u64], tile: &[u64], d: usize) -> (u
     (stride_n, stride_t)
 }
 
-/// The layout over the lifted shape, fastest mode first, with the strides
-/// `strides` picks per dimension.
-fn lifted_form(
-    dims: &[DimMap],
-    strides: impl Fn(&DimMap) -> (u64, u64),
-) -> Result<Layout, StreamError> {
-    let pair =
-        |a: u64, b: u64| IntTuple::Tuple(vec![IntTuple::Int(a as i64), IntTuple::Int(b as i64)]);
-    let shape = dims.iter().rev().map(|m| pair(m.tile, m.count)).collect();
-    let stride = dims
-        .iter()
-        .rev()
-        .map(|m| {
-            let (sn, st) = strides(m);
-            pair(sn, st)
-        })
-        .collect();
+/// The buffer layout: the lifted shape, fastest mode first, with each
+/// dimension's buffer strides.
+fn buffer_layout(dims: &[DimMap]) -> Result<Layout, StreamError> {
+    let pair = |(a, b): (u64, u64)| IntTuple::from(&[a as i64, b as i64][..]);
+    let shape = dims.iter().rev().map(|m| pair((m.tile, m.count))).collect();
+    let stride = dims.iter().rev().map(|m| pair(m.buffer)).collect();
     Ok(Layout::new(
         IntTuple::Tuple(shape),
         IntTuple::Tuple(stride),
