@@ -54,7 +54,7 @@ pub use codec::{BloscKind, Codec, Shuffle};
 pub use dtype::{DType, StreamDType};
 pub use engine::{Summary, TileStream, MAX_THREADS};
 pub use ngff::{default_axes, open_ngff, open_output, Axis, NgffOptions, Output, NGFF_VERSION};
-pub use object::{S3Options, S3Traffic, PART_BYTES};
+pub use object::{S3Options, S3Traffic, IN_FLIGHT_PARTS, PART_BYTES, ROWS_COMPLETING};
 pub use plan::{StreamPlan, StreamSpec, TileSpan, MAX_LISTED_TILES};
 pub use pyramid::{LevelSummary, MultiscaleStream, PyramidOptions, MAX_LEVELS};
 pub use reduce::Method;

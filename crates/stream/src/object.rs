@@ -8,13 +8,16 @@
 //! failing fails the stream with its key and the server's answer.
 //!
 //! `object_store` is async: each store runs a small tokio runtime of its
-//! own, and the sink's threads wait on it for parts and single `PUT`s. A
-//! row's completions do not hold the sink up: each multipart upload is
+//! own, which uploads the parts and single `PUT`s in tasks while the
+//! sink's threads go on. The parts and `PUT`s uploading at once are
+//! bounded store-wide ([`IN_FLIGHT_PARTS`]), those of closed objects
+//! included, which bounds the memory they hold.
+//! A row's completions do not hold the sink up: each multipart upload is
 //! completed by a task of its own, and the next metadata document is put by
-//! a task that waits for every object closed before it (see
-//! [`Bucket::put_after_closed`]), while the next row's parts go up. At most
-//! one such row is being completed: the next row's first completion waits
-//! for it, and a failure of it fails the stream at the next part, `PUT` or
+//! a task that waits for every object closed before it and for the
+//! document before it (see [`Bucket::put_after_closed`]), while the next
+//! rows' parts go up. At most [`ROWS_COMPLETING`] rows are being completed
+//! at once; a failure of any fails the stream at the next part, `PUT` or
 //! metadata, naming the object and the server's answer.
 
 use std::path::{Path, PathBuf};
@@ -38,6 +41,29 @@ use crate::StreamError;
 /// parts but the last of one size); an object smaller than one part is
 /// uploaded with a single `PUT`.
 pub const PART_BYTES: usize = 8 << 20;
+
+/// Parts and single `PUT`s uploading at once in one store, whichever
+/// objects they belong to (open ones, and closed ones whose completion
+/// waits for them): with [`PART_BYTES`], they bound the memory that uploads
+/// in flight hold.
+///
+/// ```
+/// use retile_stream::{IN_FLIGHT_PARTS, PART_BYTES};
+/// assert_eq!(IN_FLIGHT_PARTS * PART_BYTES, 256 << 20);
+/// ```
+pub const IN_FLIGHT_PARTS: usize = 32;
+
+/// Rows of objects being completed (their metadata waiting for them)
+/// while the next row uploads. A completion holds no bytes once its parts
+/// are up, and a server may take long over one (S3 says a large object's
+/// can take minutes; a local server copies the parts into one file):
+/// several rows completing keep the stream going meanwhile.
+///
+/// ```
+/// // with the row being written, at most this many rows have uploads open
+/// assert_eq!(retile_stream::ROWS_COMPLETING + 1, 5);
+/// ```
+pub const ROWS_COMPLETING: usize = 4;
 
 /// Bytes past a whole part kept before the part goes up: an object of at
 /// most `PART_BYTES + SLACK_BYTES` is one `PUT`.
@@ -176,14 +202,21 @@ struct Shared {
     requests: AtomicU64,
     traffic: Option<Arc<S3Traffic>>,
     failure: std::sync::Mutex<Option<Failed>>,
+    /// Permits for [`IN_FLIGHT_PARTS`] parts uploading at once.
+    parts: Arc<tokio::sync::Semaphore>,
 }
 
+/// A metadata document being put by a task: awaited by the next document's
+/// task (rows are claimed in order) and by the store (rows completing are
+/// bounded), so shared.
+type Claim = futures::future::Shared<futures::future::BoxFuture<'static, Result<(), Failed>>>;
+
 /// The completions under way: those of the objects closed since the last
-/// metadata document, and the task putting that document.
+/// metadata document, and the documents being put, oldest first.
 #[derive(Default)]
 struct Rows {
     closing: Vec<tokio::task::JoinHandle<Result<(), Failed>>>,
-    claiming: Option<tokio::task::JoinHandle<Result<(), Failed>>>,
+    claims: std::collections::VecDeque<Claim>,
 }
 
 /// An upload finished by a task of the store's runtime that failed: what
@@ -362,6 +395,7 @@ impl Bucket {
             requests: AtomicU64::new(0),
             traffic: options.traffic.clone(),
             failure: std::sync::Mutex::new(None),
+            parts: Arc::new(tokio::sync::Semaphore::new(IN_FLIGHT_PARTS)),
         };
         Ok(Bucket {
             shared: Arc::new(shared),
@@ -454,20 +488,41 @@ impl Bucket {
         Ok(())
     }
 
-    /// Uploads `key` whole with one `PUT` (refused once an upload of the
-    /// store failed).
-    pub fn put(&self, key: &str, bytes: Vec<u8>) -> Result<(), DestError> {
+    /// A permit of the store's [`IN_FLIGHT_PARTS`], waiting for one;
+    /// refused once an upload of the store failed.
+    fn permit(&self) -> Result<tokio::sync::OwnedSemaphorePermit, DestError> {
         self.shared.check()?;
-        let len = bytes.len() as u64;
+        let permits = self.shared.parts.clone();
+        Ok(self.runtime.block_on(permits.acquire_owned())?)
+    }
+
+    /// Uploads `key` whole with one `PUT` by a task, as one of the store's
+    /// parts in flight; the next metadata document waits for it, and its
+    /// failure fails the next request.
+    fn put_closing(&self, key: &str, bytes: Vec<u8>) -> Result<(), DestError> {
+        let permit = self.permit()?;
+        let shared = self.shared.clone();
+        let (key, name) = (self.key(key), key.to_owned());
         self.count(1, 0);
-        self.runtime
-            .block_on(
-                self.shared
-                    .store
-                    .put(&self.key(key), PutPayload::from(bytes)),
-            )
-            .map_err(explain)?;
-        self.count(0, len);
+        self.closing(async move {
+            let len = bytes.len() as u64;
+            let put = shared.store.put(&key, PutPayload::from(bytes)).await;
+            drop(permit);
+            match put {
+                Ok(_) => {
+                    shared.count(0, len);
+                    Ok(())
+                }
+                Err(e) => {
+                    let failed = Failed {
+                        doing: format!("putting {name}"),
+                        answer: explain(e).to_string(),
+                    };
+                    shared.record(&failed);
+                    Err(failed)
+                }
+            }
+        });
         Ok(())
     }
 
@@ -476,12 +531,13 @@ impl Bucket {
     /// reader never sees a claim of an object not yet there, nor a row
     /// claimed before the rows above it. With `wait` this returns when it
     /// is stored; without, it goes on in a task while the caller uploads
-    /// the next row, and a failure fails the next request. Waits first
-    /// for the previous document, so that at most one row is being completed.
+    /// the next rows, and a failure fails the next request. Waits first
+    /// while [`ROWS_COMPLETING`] documents are under way.
     pub fn put_after_closed(&self, key: &str, bytes: Vec<u8>, wait: bool) -> Result<(), DestError> {
         let mut rows = self.lock_rows();
-        self.settle(&mut rows)?;
+        self.settle(&mut rows, ROWS_COMPLETING - 1)?;
         let closing = std::mem::take(&mut rows.closing);
+        let previous = rows.claims.back().cloned();
         let shared = self.shared.clone();
         let (key, name) = (self.key(key), key.to_owned());
         let claim = async move {
@@ -492,6 +548,9 @@ impl Bucket {
                     doing: "completing an upload".into(),
                     answer: e.to_string(),
                 })??;
+            }
+            if let Some(previous) = previous {
+                previous.await?;
             }
             shared.check()?;
             let len = bytes.len() as u64;
@@ -505,10 +564,20 @@ impl Bucket {
             Ok(())
         };
         let task = self.runtime.spawn(claim);
+        let claim = async move {
+            task.await.unwrap_or_else(|e| {
+                Err(Failed {
+                    doing: "completing the uploads of a row".into(),
+                    answer: e.to_string(),
+                })
+            })
+        };
+        let claim: Claim =
+            futures::FutureExt::shared(Box::pin(claim) as futures::future::BoxFuture<'static, _>);
         match wait {
-            true => self.wait_for(task).map_err(DestError::from),
+            true => self.wait_for(claim).map_err(DestError::from),
             false => {
-                rows.claiming = Some(task);
+                rows.claims.push_back(claim);
                 Ok(())
             }
         }
@@ -518,35 +587,25 @@ impl Bucket {
         self.rows.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Waits for the metadata document being put (the row before the one
-    /// now closing), if any; then fails if any task of the store failed.
-    fn settle(&self, rows: &mut Rows) -> Result<(), Failed> {
-        if let Some(claiming) = rows.claiming.take() {
-            // a failure is recorded by `wait_for`, and reported just below
-            let _ = self.wait_for(claiming);
+    /// Waits for the oldest metadata documents being put until at most
+    /// `keep` are; then fails if any task of the store failed.
+    fn settle(&self, rows: &mut Rows, keep: usize) -> Result<(), Failed> {
+        while rows.claims.len() > keep {
+            if let Some(oldest) = rows.claims.pop_front() {
+                // a failure is recorded by `wait_for`, and reported just below
+                let _ = self.wait_for(oldest);
+            }
         }
         self.shared.check()
     }
 
-    /// Waits for `task`, keeping its failure as the store's.
-    fn wait_for(&self, task: tokio::task::JoinHandle<Result<(), Failed>>) -> Result<(), Failed> {
-        let result = self.runtime.block_on(task).unwrap_or_else(|e| {
-            Err(Failed {
-                doing: "completing the uploads of a row".into(),
-                answer: e.to_string(),
-            })
-        });
+    /// Waits for `claim`, keeping its failure as the store's.
+    fn wait_for(&self, claim: Claim) -> Result<(), Failed> {
+        let result = self.runtime.block_on(claim);
         if let Err(failed) = &result {
             self.shared.record(failed);
         }
         result
-    }
-
-    /// Waits for the row before the one now closing (its metadata
-    /// document), so that at most one row is being completed while the
-    /// next uploads; fails if any task of the store failed.
-    fn settle_row(&self) -> Result<(), Failed> {
-        self.settle(&mut self.lock_rows())
     }
 
     /// Hands the completion of a closed object to the store's runtime; the
@@ -566,8 +625,12 @@ impl Drop for Bucket {
     /// that fails is aborted by its task; after [`DRAIN_WAIT`] the rest
     /// are stopped and left to the bucket's lifecycle rules.
     fn drop(&mut self) {
+        use futures::FutureExt;
         let rows = std::mem::take(&mut *self.lock_rows());
-        let tasks: Vec<_> = rows.closing.into_iter().chain(rows.claiming).collect();
+        let closing = rows.closing.into_iter().map(|t| t.map(drop).boxed());
+        let tasks: Vec<_> = closing
+            .chain(rows.claims.into_iter().map(|c| c.map(drop).boxed()))
+            .collect();
         if tasks.is_empty() || tokio::runtime::Handle::try_current().is_ok() {
             return;
         }
@@ -647,7 +710,8 @@ impl Upload {
     /// waits while more than `in_flight` parts are uploading.
     fn send(&mut self, part: Vec<u8>) -> Result<(), DestError> {
         let bucket = &*self.bucket;
-        bucket.shared.check()?;
+        // a permit of the store's parts in flight, held until the part is up
+        let permit = bucket.permit()?;
         if self.multipart.is_none() {
             bucket.count(1, 0);
             let upload = bucket
@@ -664,6 +728,11 @@ impl Upload {
         };
         bucket.count(1, 0);
         let uploading = upload_of(&mut multipart.upload).put_part(PutPayload::from(part));
+        let uploading = async move {
+            let done = uploading.await;
+            drop(permit);
+            done
+        };
         multipart.parts.spawn_on(uploading, bucket.runtime.handle());
         while multipart.parts.len() > self.in_flight {
             bucket
@@ -683,7 +752,7 @@ impl Upload {
     pub fn close(&mut self) -> Result<u64, DestError> {
         let bytes = std::mem::take(&mut self.pending);
         if self.multipart.is_none() {
-            self.bucket.put(&self.key, bytes)?;
+            self.bucket.put_closing(&self.key, bytes)?;
             return Ok(self.offset);
         }
         // every part but the last of one size, the last no larger
@@ -696,7 +765,7 @@ impl Upload {
             self.send(last)?;
         }
         // a failure here leaves the upload to `Drop`, which aborts it
-        self.bucket.settle_row()?;
+        self.bucket.shared.check()?;
         let Some(multipart) = self.multipart.take() else {
             return Err("the multipart upload was not started".into());
         };

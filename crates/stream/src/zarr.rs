@@ -16,7 +16,7 @@ use zarrs::storage::store::MemoryStore;
 use crate::codec::{Codec, Encoder};
 use crate::dest::{is_object_store, Dest, DestError, Open, Writer};
 use crate::files::{BLOCK, STAGE_BYTES};
-use crate::object::{S3Options, PART_BYTES};
+use crate::object::{S3Options, IN_FLIGHT_PARTS, PART_BYTES};
 use crate::plan::StreamPlan;
 use crate::shard::{index_bytes, ShardGrid, MISSING};
 use crate::sink::{Epoch, Sink, SinkStats};
@@ -101,9 +101,6 @@ struct Store {
 /// a shard many epochs deep of thin epochs gets a few large writes instead
 /// of one small write per epoch.
 const HELD_BYTES: usize = 64 << 20;
-
-/// Bytes of parts the open objects of a row may have uploading at once, in all.
-const IN_FLIGHT_BYTES: usize = 256 << 20;
 
 /// Bytes of unfinished parts the open shards of a row may keep between
 /// epochs in object storage (a part goes up only when whole).
@@ -452,7 +449,8 @@ impl Sink for ZarrSink {
             true => grid.files_per_row(),
             false => writer_count,
         };
-        let parts_in_flight = (IN_FLIGHT_BYTES / PART_BYTES / open_objects.max(1)).clamp(1, 8);
+        // the store's parts in flight shared by the row's open objects
+        let parts_in_flight = (IN_FLIGHT_PARTS / open_objects.max(1)).clamp(1, 8);
         let mut store = Store {
             array,
             encoder,

@@ -538,12 +538,21 @@ const PASS: u8 = 0;
 const DELAY: u8 = 1;
 /// Refuses each with a server error.
 const REFUSE: u8 = 2;
+/// Passes completions on, and holds each chunk, part or shard `PUT` back
+/// a while.
+const SLOW_CHUNKS: u8 = 3;
 
 /// What a watching relay saw, in order.
 #[derive(Debug, Clone, PartialEq)]
 enum Event {
+    /// A completion of a shard of this row arrived.
+    Completing(u64),
     /// The server answered a completion of a shard of this row.
     Completed(u64),
+    /// A chunk, part or shard `PUT` arrived.
+    Uploading,
+    /// The server answered a chunk, part or shard `PUT`.
+    Uploaded,
     /// A `zarr.json` claiming this many planes was sent on.
     Claimed(u64),
 }
@@ -736,19 +745,30 @@ fn shard_row(line: &str) -> Option<u64> {
 }
 
 /// Passes one request on, delaying (`DELAY`) or refusing (`REFUSE`) the
-/// completions of multipart uploads, and notes each completion answered
-/// and each `zarr.json` sent on, in order.
+/// completions of multipart uploads or delaying chunk uploads
+/// (`SLOW_CHUNKS`), and notes each completion and upload arriving and
+/// answered and each `zarr.json` sent on, in order.
 fn watch(mut client: TcpStream, target: u16, mode: u8, events: &Mutex<Vec<Event>>) {
     let Some((head, body)) = read_request(&mut client) else {
         return;
     };
     let line = request_line(&head);
     let completion = line.starts_with("POST ") && line.contains("uploadId=");
+    let upload = line.starts_with("PUT ") && line.contains("/c/");
     if completion && mode == REFUSE {
         return refuse(&mut client);
     }
-    if completion {
-        std::thread::sleep(Duration::from_millis(300));
+    if let (true, Some(row)) = (completion, shard_row(&line)) {
+        events.lock().unwrap().push(Event::Completing(row));
+    }
+    if completion && mode == DELAY {
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    if upload {
+        events.lock().unwrap().push(Event::Uploading);
+    }
+    if upload && mode == SLOW_CHUNKS {
+        std::thread::sleep(Duration::from_millis(100));
     }
     if line.starts_with("PUT ") && line.contains("/zarr.json") {
         let meta: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
@@ -762,7 +782,39 @@ fn watch(mut client: TcpStream, target: u16, mode: u8, events: &Mutex<Vec<Event>
     if let (true, Some(row)) = (completion, shard_row(&line)) {
         events.lock().unwrap().push(Event::Completed(row));
     }
+    if upload {
+        events.lock().unwrap().push(Event::Uploaded);
+    }
     let _ = client.write_all(&answer);
+}
+
+/// The most rows that had completions under way at once in `events`.
+fn most_rows_completing(events: &[Event]) -> usize {
+    let mut under_way = std::collections::BTreeMap::<u64, usize>::new();
+    let mut most = 0;
+    for event in events {
+        match *event {
+            Event::Completing(row) => *under_way.entry(row).or_default() += 1,
+            Event::Completed(row) => *under_way.entry(row).or_default() -= 1,
+            _ => continue,
+        }
+        most = most.max(under_way.values().filter(|&&n| n > 0).count());
+    }
+    most
+}
+
+/// The most chunk, part or shard uploads under way at once in `events`.
+fn most_uploads_at_once(events: &[Event]) -> usize {
+    let (mut now, mut most) = (0usize, 0);
+    for event in events {
+        match event {
+            Event::Uploading => now += 1,
+            Event::Uploaded => now = now.saturating_sub(1),
+            _ => continue,
+        }
+        most = most.max(now);
+    }
+    most
 }
 
 #[test]
@@ -870,18 +922,19 @@ fn multipart_rows(url: &str, relay: &Relay) -> (ZarrOptions, StreamSpec) {
 fn a_row_is_claimed_only_after_every_multipart_upload_of_it_and_above_it_is_complete() {
     let Some(moto) = moto(false) else { return };
     let relay = Relay::start(moto.port, 0);
-    // every completion answered 300 ms late: a claim that did not wait
-    // for them would reach the server first
+    // every completion answered a second late: a claim that did not wait
+    // for them would reach the server first, and later rows upload meanwhile
     relay.completes.store(DELAY, Ordering::SeqCst);
     let (opts, spec) = multipart_rows(&format!("s3://{BUCKET}/ordered"), &relay);
     let mut s = TileStream::new(spec, &[0, 0], 2, Box::new(ZarrSink::new(opts))).unwrap();
-    let data = values(4 * 24 * 512 * 1024);
+    let rows = 8;
+    let data = values(rows * 24 * 512 * 1024);
     for p in to_bytes(&data).chunks(1 << 20) {
         s.append(p).unwrap();
     }
     s.finish().unwrap();
     let events = relay.events.lock().unwrap().clone();
-    let mut completed = vec![0; 4];
+    let mut completed = vec![0; rows as usize];
     let mut claims = 0;
     for event in &events {
         match *event {
@@ -894,13 +947,57 @@ fn a_row_is_claimed_only_after_every_multipart_upload_of_it_and_above_it_is_comp
                     "{planes} planes claimed before their shards were complete: {events:?}"
                 );
             }
+            _ => {}
         }
     }
-    assert_eq!(completed, vec![2; 4], "{events:?}");
-    assert!(claims >= 5, "{events:?}");
+    assert_eq!(completed, vec![2; rows as usize], "{events:?}");
+    assert!(claims > rows, "{events:?}");
+    // slow completions do not stall the stream: later rows go up and close
+    // meanwhile, as many as the store lets complete at once (and the row
+    // being written)
+    let most = most_rows_completing(&events);
+    assert!(
+        (2..=ROWS_COMPLETING + 1).contains(&most),
+        "{most} rows completing at once: {events:?}"
+    );
     let dir = tempfile::tempdir().unwrap();
     let (shape, read) = read_back(&moto.client(), "ordered", dir.path());
-    assert_eq!(shape, vec![96, 512, 1024]);
+    assert_eq!(shape, vec![rows * 24, 512, 1024]);
+    assert_same(&read, &data, "read back");
+}
+
+#[test]
+fn uploads_in_flight_are_bounded_by_the_store_not_by_the_writer_threads() {
+    let Some(moto) = moto(false) else { return };
+    let relay = Relay::start(moto.port, 0);
+    // each chunk held 100 ms: uploads pile up to the store's bound
+    relay.completes.store(SLOW_CHUNKS, Ordering::SeqCst);
+    let url = format!("s3://{BUCKET}/in-flight");
+    let writers = 4;
+    let opts = ZarrOptions {
+        writers: Some(writers),
+        ..options(&url, s3(&relay.endpoint()))
+    };
+    // 64 chunks of 64 KiB a row, 8 rows: single `PUT`s
+    let spec = StreamSpec::new(DType::U16, vec![0, 512, 512], vec![8, 64, 64]).unwrap();
+    let mut s = TileStream::new(spec, &[0, 0], 2, Box::new(ZarrSink::new(opts))).unwrap();
+    let data = values(64 * 512 * 512);
+    for p in to_bytes(&data).chunks(1 << 20) {
+        s.append(p).unwrap();
+    }
+    s.finish().unwrap();
+    let events = relay.events.lock().unwrap().clone();
+    let puts = events.iter().filter(|e| **e == Event::Uploaded).count();
+    assert_eq!(puts, 8 * 64);
+    let most = most_uploads_at_once(&events);
+    assert!(
+        most > writers,
+        "{most} uploads at once with {writers} writers"
+    );
+    assert_eq!(most, IN_FLIGHT_PARTS, "the most uploads at once");
+    let dir = tempfile::tempdir().unwrap();
+    let (shape, read) = read_back(&moto.client(), "in-flight", dir.path());
+    assert_eq!(shape, vec![64, 512, 512]);
     assert_same(&read, &data, "read back");
 }
 
