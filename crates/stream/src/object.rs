@@ -104,6 +104,17 @@ fn metadata_service_answers(endpoint: &str) -> bool {
             })
 }
 
+/// Whether request bodies go up unsigned (`UNSIGNED-PAYLOAD`, no SHA-256 of
+/// every byte): as the user set it (`aws_unsigned_payload`), else over
+/// https, where TLS already protects the bytes, as the AWS SDKs do; over
+/// plain http the payload's signature is its only check, so it is kept.
+fn payloads_unsigned(endpoint: &str, setting: Option<&str>) -> bool {
+    match setting {
+        Some(v) => v.eq_ignore_ascii_case("true") || v == "1",
+        None => !endpoint.starts_with("http://"),
+    }
+}
+
 /// How long an abandoned multipart upload may take to abort before it is
 /// left to the bucket's lifecycle rules.
 const ABORT_WAIT: Duration = Duration::from_secs(5);
@@ -348,6 +359,19 @@ impl Bucket {
             return invalid(format!(
                 "the endpoint {endpoint} is plain http (unencrypted): allow plain http in the S3 options (allow_http) or with AWS_ALLOW_HTTP=true, or use https"
             ));
+        }
+        let payload_setting = options
+            .config
+            .iter()
+            .rev()
+            .find(|(k, _)| {
+                k.to_ascii_lowercase().parse::<AmazonS3ConfigKey>().ok()
+                    == Some(AmazonS3ConfigKey::UnsignedPayload)
+            })
+            .map(|(_, v)| v.clone())
+            .or_else(|| std::env::var("AWS_UNSIGNED_PAYLOAD").ok());
+        if payloads_unsigned(&endpoint, payload_setting.as_deref()) {
+            builder = builder.with_config(AmazonS3ConfigKey::UnsignedPayload, "true");
         }
         let signed = builder
             .get_config_value(&AmazonS3ConfigKey::SkipSignature)
@@ -848,5 +872,23 @@ fn upload_of(m: &mut std::sync::Mutex<Box<dyn MultipartUpload>>) -> &mut Box<dyn
 impl Drop for Upload {
     fn drop(&mut self) {
         self.abort();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::payloads_unsigned;
+
+    #[test]
+    fn payloads_go_unsigned_over_https_unless_the_user_says_otherwise() {
+        // AWS itself (no endpoint) and https endpoints: TLS checks the bytes
+        assert!(payloads_unsigned("", None));
+        assert!(payloads_unsigned("https://s3.example.org", None));
+        // plain http: the signature is the only check
+        assert!(!payloads_unsigned("http://127.0.0.1:9000", None));
+        // the user's setting wins either way
+        assert!(payloads_unsigned("http://127.0.0.1:9000", Some("true")));
+        assert!(payloads_unsigned("http://127.0.0.1:9000", Some("1")));
+        assert!(!payloads_unsigned("https://s3.example.org", Some("false")));
     }
 }
