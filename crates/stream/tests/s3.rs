@@ -1,12 +1,11 @@
 //! Zarr stores streamed into S3-compatible object storage: a real server
 //! (moto, `python3 -m pip install "moto[server]"`) started on 127.0.0.1 by
 //! each test, and every byte read back with `zarrs` from what the server
-//! holds. Without the server the tests say so and return, unless
+//! holds (through `zarrs_object_store`). Without the server the tests say so and return, unless
 //! `RETILE_REQUIRE_S3=1` (CI), where that is a failure.
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
-use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -15,10 +14,11 @@ use std::time::{Duration, Instant};
 use futures::TryStreamExt;
 use object_store::aws::{AmazonS3, AmazonS3Builder};
 use object_store::path::Path as Key;
+use object_store::prefix::PrefixStore;
 use object_store::{ObjectStore, ObjectStoreExt};
 use retile_stream::*;
 use zarrs::array::Array;
-use zarrs::filesystem::FilesystemStore;
+use zarrs_object_store::AsyncObjectStore;
 
 const BUCKET: &str = "retile-test";
 
@@ -214,21 +214,19 @@ fn objects(client: &AmazonS3, prefix: &str) -> Vec<(String, u64, String)> {
     out
 }
 
-/// Downloads the store under `prefix` into `dir` and reads it with zarrs.
-fn read_back(client: &AmazonS3, prefix: &str, dir: &Path) -> (Vec<u64>, Vec<u16>) {
-    for (name, _, _) in objects(client, prefix) {
-        let bytes = block_on(async { client.get(&key(prefix, &name)).await?.bytes().await })
-            .expect("an object");
-        let path = dir.join(&name);
-        std::fs::create_dir_all(path.parent().expect("a parent")).expect("a directory");
-        std::fs::write(&path, &bytes).expect("a file");
-    }
-    let store = Arc::new(FilesystemStore::new(dir).expect("a store"));
-    let array = Array::open(store, "/").expect("the array");
-    let read: Vec<u16> = array
-        .retrieve_array_subset(&array.subset_all())
-        .expect("the array's elements");
-    (array.shape().to_vec(), read)
+/// Reads the array stored under `prefix` with zarrs, straight from the
+/// server through `zarrs_object_store`.
+fn read_back(client: &AmazonS3, prefix: &str) -> (Vec<u64>, Vec<u16>) {
+    let under = PrefixStore::new(client.clone(), key(prefix, ""));
+    let store = Arc::new(AsyncObjectStore::new(under));
+    block_on(async {
+        let array = Array::async_open(store, "/").await.expect("the array");
+        let read: Vec<u16> = array
+            .async_retrieve_array_subset(&array.subset_all())
+            .await
+            .expect("the array's elements");
+        (array.shape().to_vec(), read)
+    })
 }
 
 /// Asserts that `read` is `data`, saying how many elements differ and the
@@ -297,8 +295,7 @@ fn unsharded_zstd_stream_grows_and_reads_back_identically() {
     };
     let (summary, data) = stream(vec![0, 16, 20], 7, vec![3, 8, 8], opts, 1001).unwrap();
     let client = moto.client();
-    let dir = tempfile::tempdir().unwrap();
-    let (shape, read) = read_back(&client, "a/b.zarr", dir.path());
+    let (shape, read) = read_back(&client, "a/b.zarr");
     assert_eq!(shape, vec![7, 16, 20]);
     assert_same(&read, &data, "read back");
     // 3 rows of 2 x 3 chunks, each one PUT, and the metadata
@@ -328,8 +325,7 @@ fn sharded_blosc_stream_of_deep_shards_reads_back_identically() {
     // 11 planes: 6 epochs of 2, shards 3 epochs deep, the last row cut short
     let (summary, data) = stream(vec![0, 33, 40], 11, vec![2, 8, 8], opts, 777).unwrap();
     let client = moto.client();
-    let dir = tempfile::tempdir().unwrap();
-    let (shape, read) = read_back(&client, "deep", dir.path());
+    let (shape, read) = read_back(&client, "deep");
     assert_eq!(shape, vec![11, 33, 40]);
     assert_same(&read, &data, "read back");
     // 2 rows of 3 x 3 shards
@@ -345,8 +341,7 @@ fn bounded_gzip_stream_at_the_bucket_root_reads_back_identically() {
         ..options(&format!("s3://{BUCKET}"), s3(&moto.endpoint()))
     };
     let (_, data) = stream(vec![5, 9, 14], 5, vec![2, 4, 3], opts, 50).unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let (shape, read) = read_back(&moto.client(), "", dir.path());
+    let (shape, read) = read_back(&moto.client(), "");
     assert_eq!(shape, vec![5, 9, 14]);
     assert_same(&read, &data, "read back");
 }
@@ -381,8 +376,7 @@ fn shards_of_several_parts_go_up_as_multipart_uploads() {
             .all(|(_, _, etag)| etag.trim_matches('"').ends_with("-2")),
         "{big:?}"
     );
-    let dir = tempfile::tempdir().unwrap();
-    let (shape, read) = read_back(&client, "big", dir.path());
+    let (shape, read) = read_back(&client, "big");
     assert_eq!(shape, vec![53, 512, 512]);
     assert_same(&read, &data, "read back");
     assert!(summary.sink.uploaded_bytes >= summary.sink.stored_bytes);
@@ -459,8 +453,7 @@ fn an_existing_store_is_refused_and_replaced_whole_with_overwrite() {
     let client = moto.client();
     let keys: Vec<String> = objects(&client, "again").into_iter().map(|o| o.0).collect();
     assert_eq!(keys.len(), 4 + 1, "old chunks left behind: {keys:?}");
-    let dir = tempfile::tempdir().unwrap();
-    let (shape, read) = read_back(&client, "again", dir.path());
+    let (shape, read) = read_back(&client, "again");
     assert_eq!(shape, vec![2, 16, 16]);
     assert_same(&read, &data, "read back");
     // what is not a Zarr store is never deleted
@@ -513,8 +506,7 @@ fn a_pyramid_goes_up_as_an_ome_zarr_image() {
     for k in ["zarr.json", "0/zarr.json", "1/zarr.json", "2/zarr.json"] {
         assert!(keys.contains(&k.to_string()), "{k} missing: {keys:?}");
     }
-    let dir = tempfile::tempdir().unwrap();
-    let (shape, read) = read_back(&client, "image.ome.zarr/0", dir.path());
+    let (shape, read) = read_back(&client, "image.ome.zarr/0");
     assert_eq!(shape, vec![8, 64, 64]);
     assert_same(&read, &data, "level 0 read back");
 }
@@ -828,8 +820,7 @@ fn throttled_requests_are_retried() {
     };
     let (_, data) = stream(vec![0, 16, 40], 9, vec![2, 8, 8], opts, 640).unwrap();
     assert!(relay.throttled.load(Ordering::SeqCst) > 0);
-    let dir = tempfile::tempdir().unwrap();
-    let (shape, read) = read_back(&moto.client(), "throttled", dir.path());
+    let (shape, read) = read_back(&moto.client(), "throttled");
     assert_eq!(shape, vec![9, 16, 40]);
     assert_same(&read, &data, "read back");
 }
@@ -885,8 +876,7 @@ fn fails_mid_stream_claiming_only_what_is_stored(fail: fn(&Relay), name: &str) {
     assert!(!err.contains('\n'), "{err}");
     let claimed = claimed_planes(&client, name).unwrap();
     assert!(claimed >= before && claimed < 400, "{claimed}");
-    let dir = tempfile::tempdir().unwrap();
-    let (shape, read) = read_back(&client, name, dir.path());
+    let (shape, read) = read_back(&client, name);
     assert_eq!(shape, vec![claimed, 32, 32]);
     assert_same(
         &read,
@@ -960,8 +950,7 @@ fn a_row_is_claimed_only_after_every_multipart_upload_of_it_and_above_it_is_comp
         (2..=ROWS_COMPLETING + 1).contains(&most),
         "{most} rows completing at once: {events:?}"
     );
-    let dir = tempfile::tempdir().unwrap();
-    let (shape, read) = read_back(&moto.client(), "ordered", dir.path());
+    let (shape, read) = read_back(&moto.client(), "ordered");
     assert_eq!(shape, vec![rows * 24, 512, 1024]);
     assert_same(&read, &data, "read back");
 }
@@ -995,8 +984,7 @@ fn uploads_in_flight_are_bounded_by_the_store_not_by_the_writer_threads() {
         "{most} uploads at once with {writers} writers"
     );
     assert_eq!(most, IN_FLIGHT_PARTS, "the most uploads at once");
-    let dir = tempfile::tempdir().unwrap();
-    let (shape, read) = read_back(&moto.client(), "in-flight", dir.path());
+    let (shape, read) = read_back(&moto.client(), "in-flight");
     assert_eq!(shape, vec![64, 512, 512]);
     assert_same(&read, &data, "read back");
 }
@@ -1154,8 +1142,7 @@ fn a_chunk_of_exactly_one_part_is_one_put() {
     );
     // a listing, the chunks and the metadata: begun, after each epoch, finished
     assert_eq!(summary.sink.requests, 1 + 2 + 4, "{:?}", summary.sink);
-    let dir = tempfile::tempdir().unwrap();
-    let (shape, read) = read_back(&client, "onepart", dir.path());
+    let (shape, read) = read_back(&client, "onepart");
     assert_eq!(shape, vec![4, 1024, 2048]);
     assert_same(&read, &data, "read back");
     // a shard of 8 MiB of chunks and its index: one PUT too
@@ -1171,7 +1158,7 @@ fn a_chunk_of_exactly_one_part_is_one_put() {
             && !etag.contains('-')),
         "{listed:?}"
     );
-    let (_, read) = read_back(&client, "onepartshard", tempfile::tempdir().unwrap().path());
+    let (_, read) = read_back(&client, "onepartshard");
     assert_same(&read, &data, "read back");
 }
 
@@ -1233,8 +1220,7 @@ fn without_keys_an_instance_role_from_the_metadata_service_signs_the_requests() 
     let url = format!("s3://{BUCKET}/role.zarr");
     let (summary, data) = stream(vec![0, 8, 8], 4, vec![2, 8, 8], options(&url, role), 64).unwrap();
     assert_eq!(summary.planes, 4);
-    let dir = tempfile::tempdir().unwrap();
-    let (shape, read) = read_back(&moto.client(), "role.zarr", dir.path());
+    let (shape, read) = read_back(&moto.client(), "role.zarr");
     assert_eq!(shape, vec![4, 8, 8]);
     assert_same(&read, &data, "read back");
     if std::env::var_os("AWS_ACCESS_KEY_ID").is_none() {
