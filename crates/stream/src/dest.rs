@@ -68,15 +68,17 @@ impl Dest {
         }
     }
 
-    /// A new, empty file or object at `key`; an object keeps at most
-    /// `parts_in_flight` parts uploading at once.
-    pub fn fresh(&self, key: &str, parts_in_flight: usize) -> Open {
+    /// A new, empty file or object at `key`, of about `expected` bytes; an
+    /// object keeps at most `parts_in_flight` parts uploading at once.
+    pub fn fresh(&self, key: &str, parts_in_flight: usize, expected: u64) -> Open {
         match self {
             Dest::Local { root, .. } => Open::Local {
                 path: root.join(key),
                 appended: Appended::default(),
             },
-            Dest::Object(bucket) => Open::Object(Upload::new(bucket, key, parts_in_flight)),
+            Dest::Object(bucket) => {
+                Open::Object(Upload::new(bucket, key, parts_in_flight, expected))
+            }
         }
     }
 

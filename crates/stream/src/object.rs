@@ -672,6 +672,8 @@ pub(crate) struct Upload {
     key: String,
     pending: Vec<u8>,
     offset: u64,
+    /// The object's expected length (a hint: it may end shorter or longer).
+    expected: u64,
     multipart: Option<Multipart>,
     in_flight: usize,
 }
@@ -685,14 +687,15 @@ struct Multipart {
 }
 
 impl Upload {
-    /// An empty object at `key`, keeping at most `in_flight` parts
-    /// uploading at once.
-    pub fn new(bucket: &Arc<Bucket>, key: &str, in_flight: usize) -> Upload {
+    /// An empty object at `key` of about `expected` bytes, keeping at most
+    /// `in_flight` parts uploading at once.
+    pub fn new(bucket: &Arc<Bucket>, key: &str, in_flight: usize, expected: u64) -> Upload {
         Upload {
             bucket: bucket.clone(),
             key: key.to_owned(),
             pending: Vec::new(),
             offset: 0,
+            expected,
             multipart: None,
             in_flight: in_flight.max(1),
         }
@@ -708,25 +711,43 @@ impl Upload {
     /// of 8 MiB of chunks and its index) is one `PUT`, not a multipart
     /// upload of two parts.
     pub fn push(&mut self, mut bytes: &[u8]) -> Result<(), DestError> {
-        self.offset += bytes.len() as u64;
         while !bytes.is_empty() {
             if self.pending.len() == PART_BYTES + SLACK_BYTES {
                 self.send_first_part()?;
             }
             let n = (PART_BYTES + SLACK_BYTES - self.pending.len()).min(bytes.len());
             if self.pending.capacity() == 0 {
-                self.pending.reserve_exact(n);
+                self.pending = Vec::with_capacity(self.room(self.offset, n));
             }
             self.pending.extend_from_slice(&bytes[..n]);
+            self.offset += n as u64;
             bytes = &bytes[n..];
         }
         Ok(())
     }
 
-    /// Sends the first [`PART_BYTES`] of the pending bytes as a part.
+    /// Bytes to allocate for a part that starts at `start` in the object
+    /// and is about to take `n` bytes: the rest of the object as expected,
+    /// at least `n`, at most a part and its slack, so that the part is
+    /// filled in place rather than grown and copied.
+    fn room(&self, start: u64, n: usize) -> usize {
+        let left = self.expected.saturating_sub(start);
+        usize::try_from(left)
+            .unwrap_or(usize::MAX)
+            .min(PART_BYTES + SLACK_BYTES)
+            .max(n)
+    }
+
+    /// Sends the first [`PART_BYTES`] of the pending bytes as a part; the
+    /// rest starts the next part, in room of its own.
     fn send_first_part(&mut self) -> Result<(), DestError> {
-        let rest = self.pending.split_off(PART_BYTES.min(self.pending.len()));
-        let part = std::mem::replace(&mut self.pending, rest);
+        let cut = PART_BYTES.min(self.pending.len());
+        let rest = self.pending.len() - cut;
+        let start = self.offset - rest as u64;
+        let mut next = Vec::with_capacity(self.room(start, rest));
+        next.extend_from_slice(&self.pending[cut..]);
+        self.pending.truncate(cut);
+        let part = std::mem::replace(&mut self.pending, next);
         self.send(part)
     }
 

@@ -91,6 +91,9 @@ struct Store {
     dest: Dest,
     /// Parts of one object uploading at once.
     parts_in_flight: usize,
+    /// Bytes of a whole shard without compression, its index included: the
+    /// room an object is given before its first part goes up.
+    shard_bytes: u64,
     fill_pattern: Vec<u8>,
     counters: Counters,
     /// Bytes an open shard keeps between epochs rather than write in small pieces.
@@ -355,7 +358,9 @@ impl Store {
         };
         let io = self.io(&format!("chunk {key}"));
         let started = Instant::now();
-        let mut open = self.dest.fresh(key, self.parts_in_flight);
+        let mut open = self
+            .dest
+            .fresh(key, self.parts_in_flight, bytes.len() as u64);
         let mut file = self.dest.writer(&mut open).map_err(&io)?;
         file.push(&bytes).map_err(&io)?;
         file.close().map_err(&io)?;
@@ -449,6 +454,8 @@ impl Sink for ZarrSink {
             true => grid.files_per_row(),
             false => writer_count,
         };
+        let chunks = grid.chunks_per_file() as u64;
+        let shard_bytes = plan.tile_bytes().saturating_mul(chunks) + 16 * chunks + 4;
         // the store's parts in flight shared by the row's open objects
         let parts_in_flight = (IN_FLIGHT_PARTS / open_objects.max(1)).clamp(1, 8);
         let mut store = Store {
@@ -460,6 +467,7 @@ impl Sink for ZarrSink {
             writer_count,
             dest,
             parts_in_flight,
+            shard_bytes,
             fill_pattern: fill.repeat(64 / fill.len().max(1)),
             counters: Counters::default(),
             hold,
@@ -550,9 +558,11 @@ fn write_shards(
         Some((open, files)) if open == row => files,
         _ => (0..store.grid.files_per_row())
             .map(|f| ShardFile {
-                out: store
-                    .dest
-                    .fresh(&store.grid.key(row, f), store.parts_in_flight),
+                out: store.dest.fresh(
+                    &store.grid.key(row, f),
+                    store.parts_in_flight,
+                    store.shard_bytes,
+                ),
                 index: vec![MISSING; store.grid.chunks_per_file()],
             })
             .collect(),
