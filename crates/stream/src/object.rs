@@ -264,6 +264,19 @@ impl Shared {
         first.get_or_insert_with(|| failed.clone());
     }
 
+    /// Puts `bytes` at `key` (`name` in messages) with one `PUT`, counted.
+    async fn put(&self, key: &Key, name: &str, bytes: Vec<u8>) -> Result<(), Failed> {
+        let len = bytes.len() as u64;
+        self.count(1, 0);
+        let put = self.store.put(key, PutPayload::from(bytes)).await;
+        put.map_err(|e| Failed {
+            doing: format!("putting {name}"),
+            answer: explain(e).to_string(),
+        })?;
+        self.count(0, len);
+        Ok(())
+    }
+
     /// The first failure of a task, as the error of whatever comes next.
     fn check(&self) -> Result<(), Failed> {
         let first = self.failure.lock().unwrap_or_else(|e| e.into_inner());
@@ -527,25 +540,13 @@ impl Bucket {
         let permit = self.permit()?;
         let shared = self.shared.clone();
         let (key, name) = (self.key(key), key.to_owned());
-        self.count(1, 0);
         self.closing(async move {
-            let len = bytes.len() as u64;
-            let put = shared.store.put(&key, PutPayload::from(bytes)).await;
+            let put = shared.put(&key, &name, bytes).await;
             drop(permit);
-            match put {
-                Ok(_) => {
-                    shared.count(0, len);
-                    Ok(())
-                }
-                Err(e) => {
-                    let failed = Failed {
-                        doing: format!("putting {name}"),
-                        answer: explain(e).to_string(),
-                    };
-                    shared.record(&failed);
-                    Err(failed)
-                }
+            if let Err(failed) = &put {
+                shared.record(failed);
             }
+            put
         });
         Ok(())
     }
@@ -577,15 +578,7 @@ impl Bucket {
                 previous.await?;
             }
             shared.check()?;
-            let len = bytes.len() as u64;
-            shared.count(1, 0);
-            let put = shared.store.put(&key, PutPayload::from(bytes)).await;
-            put.map_err(|e| Failed {
-                doing: format!("putting {name}"),
-                answer: explain(e).to_string(),
-            })?;
-            shared.count(0, len);
-            Ok(())
+            shared.put(&key, &name, bytes).await
         };
         let task = self.runtime.spawn(claim);
         let claim = async move {

@@ -162,6 +162,11 @@ fn check_shard(plan: &StreamPlan, shard: &[u64]) -> Result<Vec<u64>, StreamError
     Ok(shard.to_vec())
 }
 
+/// Bytes of the index of a shard of `entries` chunks (see [`index_bytes`]).
+pub(crate) fn index_len(entries: u64) -> u64 {
+    entries.saturating_mul(ENTRY_BYTES).saturating_add(4)
+}
+
 /// The index of a shard: `offset`, `nbytes` pairs (all ones for a chunk
 /// not stored), little-endian, then their crc32c, as the `sharding_indexed`
 /// codec with index codecs `bytes` + `crc32c` stores it.
@@ -234,6 +239,7 @@ mod tests {
     fn the_index_ends_with_the_crc32c_of_its_entries() {
         let bytes = index_bytes(&[[0, 10], MISSING]);
         assert_eq!(bytes.len(), 2 * 16 + 4);
+        assert_eq!(index_len(2), bytes.len() as u64);
         assert_eq!(&bytes[8..16], &10u64.to_le_bytes());
         assert_eq!(&bytes[16..24], &[0xff; 8]);
         assert_eq!(bytes[32..], crc32c::crc32c(&bytes[..32]).to_le_bytes());

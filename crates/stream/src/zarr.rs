@@ -18,7 +18,7 @@ use crate::dest::{is_object_store, Dest, DestError, Open, Writer};
 use crate::files::{BLOCK, STAGE_BYTES};
 use crate::object::{S3Options, IN_FLIGHT_PARTS, PART_BYTES};
 use crate::plan::StreamPlan;
-use crate::shard::{index_bytes, ShardGrid, MISSING};
+use crate::shard::{index_bytes, index_len, ShardGrid, MISSING};
 use crate::sink::{Epoch, Sink, SinkStats};
 use crate::{StreamDType, StreamError};
 
@@ -455,7 +455,10 @@ impl Sink for ZarrSink {
             false => writer_count,
         };
         let chunks = grid.chunks_per_file() as u64;
-        let shard_bytes = plan.tile_bytes().saturating_mul(chunks) + 16 * chunks + 4;
+        let shard_bytes = plan
+            .tile_bytes()
+            .saturating_mul(chunks)
+            .saturating_add(index_len(chunks));
         // the store's parts in flight shared by the row's open objects
         let parts_in_flight = (IN_FLIGHT_PARTS / open_objects.max(1)).clamp(1, 8);
         let mut store = Store {
