@@ -39,6 +39,7 @@ mod group;
 mod object;
 mod options;
 mod shard;
+mod writer;
 mod zarr;
 
 pub use codec::{BloscKind, Codec, Shuffle};
