@@ -33,14 +33,28 @@ test_tools=(
 stage=""
 stage_started=0
 timings=()
+failed=0
 begin() {
     stage=$1
     stage_started=$SECONDS
     echo "==> $stage"
 }
+# Ends the stage; `end FAILED` marks it failed.
 end() {
-    timings+=("$(printf '%-44s %4d s' "$stage" $((SECONDS - stage_started)))")
+    timings+=("$(printf '%-44s %4d s  %s' "$stage" $((SECONDS - stage_started)) "${1:-}")")
     stage=""
+}
+# A stage of tests: run to the end even if an earlier one failed, so that
+# one run shows every failure.
+test_stage() {
+    begin "$1"
+    shift
+    if "$@"; then
+        end
+    else
+        end FAILED
+        failed=1
+    fi
 }
 report() {
     local status=$?
@@ -101,13 +115,17 @@ fi
 end
 
 begin "Python package (crates/python, maturin)"
-# built again (incrementally: cargo keeps its target directory) when a file of
-# the workspace's crates or its manifests is newer than the last install
+# built again (incrementally: cargo keeps its target directory) when a source
+# file of the workspace's library crates (the command, tests, benchmarks and
+# examples aside) or its manifests is newer than the last install
 package_stamp=$venv/.retile-package
 if [ ! -e "$package_stamp" ] ||
-    [ -n "$(find crates Cargo.toml Cargo.lock -newer "$package_stamp" -type f -not -path '*/tests/*' -print -quit)" ]; then
+    [ -n "$(find crates Cargo.toml Cargo.lock -newer "$package_stamp" -type f \
+        -not -path 'crates/cli/*' -not -path '*/tests/*' -not -path '*/benches/*' \
+        -not -path '*/examples/*' -print -quit)" ]; then
     touch "$package_stamp.new"
-    python3 -m pip install --quiet --disable-pip-version-check --no-build-isolation ./crates/python
+    echo "(a release build: the first one takes several minutes)"
+    python3 -m pip install --disable-pip-version-check --no-build-isolation ./crates/python
     mv "$package_stamp.new" "$package_stamp"
 fi
 end
@@ -115,10 +133,6 @@ end
 # the S3 tests start a local S3 server (moto) on 127.0.0.1: here they must run, not skip
 export RETILE_REQUIRE_S3=1
 
-begin "cargo test --workspace"
-cargo test --workspace
-end
-
-begin "pytest crates/python/tests"
-python3 -m pytest crates/python/tests -q
-end
+test_stage "cargo test --workspace" cargo test --workspace
+test_stage "pytest crates/python/tests" python3 -m pytest crates/python/tests -q
+exit "$failed"
