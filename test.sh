@@ -116,13 +116,14 @@ end
 
 begin "Python package (crates/python, maturin)"
 # built again (incrementally: cargo keeps its target directory) when a source
-# file of the workspace's library crates (the command, tests, benchmarks and
-# examples aside) or its manifests is newer than the last install
+# file of the workspace's library crates (the command, tests, benchmarks,
+# examples and hidden files such as pytest's cache aside) or its manifests is
+# newer than the last install
 package_stamp=$venv/.retile-package
 if [ ! -e "$package_stamp" ] ||
     [ -n "$(find crates Cargo.toml Cargo.lock -newer "$package_stamp" -type f \
         -not -path 'crates/cli/*' -not -path '*/tests/*' -not -path '*/benches/*' \
-        -not -path '*/examples/*' -print -quit)" ]; then
+        -not -path '*/examples/*' -not -path '*/.*' -print -quit)" ]; then
     touch "$package_stamp.new"
     echo "(a release build: the first one takes several minutes)"
     python3 -m pip install --disable-pip-version-check --no-build-isolation ./crates/python
