@@ -106,6 +106,7 @@ def plot(runs, codec, png):
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(png, dpi=120)
+    plt.close(fig)
 
 
 def main():
@@ -123,28 +124,32 @@ def main():
     if args.plot:
         with open(args.plot) as f:
             saved = json.load(f)
-        runs, codec = saved["runs"], saved["codec"]
-    else:
-        if not (args.retile and args.outdir):
-            p.error("give the retile CLI and the output directory (or --plot JSON)")
-        codec = args.codec
-        os.makedirs(os.path.dirname(os.path.abspath(args.report)), exist_ok=True)
-        runs = []
-        for n in core_counts(args.cores):
-            runs.append(run_one(os.path.abspath(args.retile), args.outdir, codec, n, extra,
-                                f"{args.report}-{n}cores.json"))
-            os.remove(f"{args.report}-{n}cores.json")
-        with open(args.report + ".json", "w") as f:
-            json.dump({"codec": codec, "command": " ".join(sys.argv), "runs": runs}, f, indent=1)
+        report(saved["runs"], saved["codec"], args.report)
+        return
+    if not (args.retile and args.outdir):
+        p.error("give the retile CLI and the output directory (or --plot JSON)")
+    os.makedirs(os.path.dirname(os.path.abspath(args.report)), exist_ok=True)
+    runs = []
+    for n in core_counts(args.cores):
+        runs.append(run_one(os.path.abspath(args.retile), args.outdir, args.codec, n, extra,
+                            f"{args.report}-{n}cores.json"))
+        os.remove(f"{args.report}-{n}cores.json")
+        with open(args.report + ".json", "w") as f:  # after every core count: a run cut short keeps what it measured
+            json.dump({"codec": args.codec, "command": " ".join(sys.argv), "runs": runs}, f, indent=1)
+        report(runs, args.codec, args.report)
+
+
+def report(runs, codec, path):
+    """Writes PATH.md (and prints it) and PATH.png from the runs' figures."""
     text = table(runs, codec)
-    with open(args.report + ".md", "w") as f:
+    with open(path + ".md", "w") as f:
         f.write(text)
-    print(text)
+    print(text, flush=True)
     try:
-        plot(runs, codec, args.report + ".png")
-        print(f"plot: {args.report}.png")
+        plot(runs, codec, path + ".png")
+        print(f"plot: {path}.png")
     except ImportError as e:
-        print(f"no plot ({e}); the figures are in {args.report}.json: redraw with --plot {args.report}.json")
+        print(f"no plot ({e}); the figures are in {path}.json: redraw with --plot {path}.json")
 
 
 if __name__ == "__main__":

@@ -239,7 +239,8 @@ def run_ts(b, out, codec, pyramid):
     a = ts.open(spec).result()
     step = case.chunk[0] * case.shard[0]
     for t0 in range(0, case.planes, step):
-        a[t0:t0 + step].write(b.frames[t0:t0 + step]).result()
+        t1 = min(t0 + step, case.planes)  # the last row of shards may be cut by the planes
+        a[t0:t1].write(b.frames[t0:t1]).result()
     return time.perf_counter() - t
 
 
