@@ -80,6 +80,10 @@ def table(runs, codec):
         rows.append(f"| {run['cores']} | " + " | ".join(cells) + " |")
     problems = {(run["cores"], k): v for run in runs for k, v in run["codecs"][codec]["problems"].items()}
     rows += [""] + [f"- {cores} cores, {name}: {why}" for (cores, name), why in problems.items()]
+    loose = [run for run in runs if run.get("pinning") and not run["pinning"]["enforced"]]
+    rows += [f"- {run['cores']} cores: pinning NOT enforced on this host (busy processes ran "
+             f"{run['pinning']['slowdown']}x one's time, {run['pinning']['expected']}x where it holds): "
+             "the writers sized their threads by it, but ran on every CPU" for run in loose]
     return "\n".join(rows) + "\n"
 
 

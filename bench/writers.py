@@ -306,6 +306,34 @@ def codec_ceiling(b, codec):
     return b.frames.nbytes / 1e9 / wall
 
 
+def _spin(_):
+    """Seconds a fixed piece of pure-Python work takes in this process, waiting for a CPU included."""
+    t = time.perf_counter()
+    x = 0
+    for i in range(2_000_000):
+        x += i
+    return time.perf_counter() - t
+
+
+def pinning(cores, all_cpus):
+    """Whether pinning to `cores` CPUs limits the CPUs used, measured: as many busy
+    processes as the machine has CPUs (up to 2 per pinned core) each take about
+    that many / `cores` times one's time alone where it does, and about one's
+    time where the pinning is only recorded (as in gVisor, where a thread pool
+    sized by the affinity still spreads over every host CPU).
+    {"enforced": bool, "slowdown": measured, "expected": if enforced}; None when not pinned."""
+    if cores >= len(all_cpus):
+        return None
+    busy = min(2 * cores, len(all_cpus))
+    ctx = mp.get_context("fork")
+    with ctx.Pool(1) as pool:
+        alone = min(pool.map(_spin, range(3)))
+    with ctx.Pool(busy) as pool:
+        together = sorted(pool.map(_spin, range(busy)))[busy // 2]
+    slowdown, expected = together / alone, busy / cores
+    return {"enforced": slowdown > (1 + expected) / 2, "slowdown": round(slowdown, 2), "expected": expected}
+
+
 def storage_ceiling(b):
     """GB/s of b.cores threads (one per core) writing STORAGE_BLOCK buffers from
     memory into files in the output directory, the stream's bytes in all."""
@@ -503,6 +531,7 @@ def main(argv=None):
                 continue
         writers.append((name, fn, makes_pyramid and case.pyramid))
 
+    pinned = pinning(cores, all_cpus)
     storage, direct = storage_ceiling(b), direct_ceiling(b)
     ceilings = {codec: codec_ceiling(b, codec) for codec in codecs}
     soft = versions(b)
@@ -510,10 +539,15 @@ def main(argv=None):
     print(f"{machine()}; {when}")
     print("versions: " + ", ".join(f"{k} {v}" for k, v in soft.items() if v))
     print(f"{case.label} ({gb:.2f} GB), {cores} cores, into {work} ({file_system(work)}), best of {args.reps}")
+    if pinned:
+        print(f"pinning to {cores} cores " + ("holds" if pinned["enforced"] else
+              "is NOT enforced on this host (threads are sized by it, but run on every CPU)")
+              + f": busy processes ran {pinned['slowdown']:.2f}x slower than one alone"
+              + f" ({pinned['expected']:.2f}x where pinning holds)")
     print(f"storage alone ({cores} writers of {STORAGE_BLOCK >> 20} MiB buffers) {storage:.2f} GB/s"
           + (f"; direct I/O (dd oflag=direct) {direct:.2f} GB/s" if direct else "; no direct I/O here"))
 
-    report = dict(when=when, machine=machine(), versions=soft, case=asdict(case), cores=cores, work=work,
+    report = dict(when=when, machine=machine(), versions=soft, case=asdict(case), cores=cores, pinning=pinned, work=work,
                   file_system=file_system(work), gb=gb, reps=args.reps,
                   storage=storage, direct=direct, codecs={})
     for codec in codecs:

@@ -228,3 +228,14 @@ def test_scaling_table_and_plot(tmp_path):
     subprocess.run([sys.executable, os.path.join(ROOT, "bench", "scaling.py"), "--plot", str(tmp_path / "scaling.json"),
                     "--report", str(tmp_path / "again")], check=True)
     assert (tmp_path / "again.md").read_text() == table
+
+
+def test_pinning_is_measured_not_assumed():
+    """On a Linux kernel, a process pinned to one CPU runs two busy processes at half speed: enforced."""
+    code = ("import os, sys; sys.path.insert(0, sys.argv[1]); import writers; cpus = os.sched_getaffinity(0); "
+            "os.sched_setaffinity(0, {min(cpus)}); r = writers.pinning(1, cpus); "
+            "assert r['enforced'] and r['expected'] == 2 and r['slowdown'] > 1.5, r; "
+            "assert writers.pinning(len(cpus), cpus) is None")
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.fail("this test needs 2 CPUs to pin one of them")
+    subprocess.run([sys.executable, "-c", code, os.path.join(ROOT, "bench")], check=True)
