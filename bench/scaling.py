@@ -17,6 +17,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # (key in a run's figures, label): the lines of the table and the plot
@@ -137,9 +138,9 @@ def main():
     os.makedirs(os.path.dirname(os.path.abspath(args.report)), exist_ok=True)
     runs = []
     for n in core_counts(args.cores):
-        runs.append(run_one(os.path.abspath(args.retile), args.outdir, args.codec, n, extra,
-                            f"{args.report}-{n}cores.json"))
-        os.remove(f"{args.report}-{n}cores.json")
+        figures_of_one = os.path.join(tempfile.gettempdir(), f"scaling-{os.getpid()}-{n}cores.json")
+        runs.append(run_one(os.path.abspath(args.retile), args.outdir, args.codec, n, extra, figures_of_one))
+        os.remove(figures_of_one)
         with open(args.report + ".json", "w") as f:  # after every core count: a run cut short keeps what it measured
             json.dump({"codec": args.codec, "command": " ".join(sys.argv), "runs": runs}, f, indent=1)
         report(runs, args.codec, args.report)
