@@ -10,9 +10,9 @@
 # bounded so that the call ends inside its 10 minutes with what it measured):
 #
 #     bench/device_run.sh bash -c 'set -o pipefail; export PYTHONUNBUFFERED=1; W=/dev/shm/bench R=.bundle/retile
-#       timeout 330 python3 bench/scaling.py $R $W --report $OUT/scaling 2>&1 | tee $OUT/scaling.log
-#       timeout 150 python3 bench/writers.py $R $W none blosc-lz4:1 --json $OUT/w16.json 2>&1 | tee $OUT/w16.log
-#       PYRAMID=1 REPS=1 timeout 100 python3 bench/writers.py $R $W blosc-zstd:1 --json $OUT/pyr16.json 2>&1 | tee $OUT/pyr16.log'
+#       timeout 320 python3 bench/scaling.py $R $W --report $OUT/scaling 2>&1 | tee $OUT/scaling.log
+#       timeout 140 python3 bench/writers.py $R $W none blosc-lz4:1 --json $OUT/w16.json 2>&1 | tee $OUT/w16.log
+#       PYRAMID=1 REPS=1 timeout 90 python3 bench/writers.py $R $W blosc-zstd:1 --json $OUT/pyr16.json 2>&1 | tee $OUT/pyr16.log'
 #
 # What is measured comes from the bundle always (retile, zarr, numcodecs,
 # acquire-zarr and the pure-Python packages they need, at the versions the
