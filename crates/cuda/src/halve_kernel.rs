@@ -24,6 +24,7 @@ fn element_source(dtype: DType) -> String {
              DEVICE bool sign_bit(T) {{ return false; }}\n\
              DEVICE bool lt(T a, T b) {{ return a < b; }}\n\
              DEVICE S widen(T v) {{ return (S)v; }}\n\
+             DEVICE bool is_finite(T) {{ return true; }}\n\
              DEVICE S add(S a, S b) {{ return a + b; }}\n\
              DEVICE T mean(S s, int k) {{\n  if (k == 0) return (T)s;\n  \
              return (T)((s + ((((S)1) << (k - 1)) - 1) + ((s >> k) & 1)) >> k);\n}}\n"
@@ -36,6 +37,7 @@ fn element_source(dtype: DType) -> String {
              DEVICE bool sign_bit(T) {{ return false; }}\n\
              DEVICE bool lt(T a, T b) {{ return a < b; }}\n\
              DEVICE S widen(T v) {{ S s; s.lo = (unsigned long long)v; s.hi = {hi}; return s; }}\n\
+             DEVICE bool is_finite(T) {{ return true; }}\n\
              DEVICE S add(S a, S b) {{ S s; s.lo = a.lo + b.lo; s.hi = a.hi + b.hi + (s.lo < a.lo); return s; }}\n\
              DEVICE S shift(S s, int k) {{\n  if (k == 0) return s;\n  S r; r.lo = (s.lo >> k) | (s.hi << (64 - k));\n  \
              r.hi = {shift_hi};\n  return r;\n}}\n\
@@ -59,6 +61,7 @@ fn element_source(dtype: DType) -> String {
              DEVICE bool sign_bit(T v) {{ {sign} }}\n\
              DEVICE bool lt(T a, T b) {{ return value(a) < value(b); }}\n\
              DEVICE S widen(T v) {{ return value(v); }}\n\
+             DEVICE bool is_finite(T v) {{ double w = value(v); return w - w == 0.0; }}\n\
              DEVICE S add(S a, S b) {{ return a + b; }}\n\
              DEVICE T mean(S s, int k) {{\n  double v = s / (double)(1ull << k);\n  {round}\n}}\n"
         )
@@ -93,19 +96,34 @@ fn element_source(dtype: DType) -> String {
             "return (bits_of((double)v) >> 63) != 0;",
             "if (v != v) return from_bits32(0x7FC00000u);\n  return (float)v;",
         ),
-        DType::F64 => float(
-            "double",
-            "return v;",
-            "return v != v;",
-            "return (bits_of(v) >> 63) != 0;",
-            "if (v != v) return from_bits(0x7FF8000000000000ull);\n  return v;",
-        ),
+        DType::F64 => {
+            float(
+                "double",
+                "return v;",
+                "return v != v;",
+                "return (bits_of(v) >> 63) != 0;",
+                "if (v != v) return from_bits(0x7FF8000000000000ull);\n  return v;",
+            ) + F64_RESCUE
+        }
         // streams refuse these before a kernel is made; NVRTC would say so
         DType::Bool | DType::F8E4M3 | DType::F8E5M2 => {
             format!("#error \"{dtype} elements cannot be reduced\"\n")
         }
     }
 }
+
+/// How an `f64` mean whose sum overflowed is made again (as
+/// `reduce::Element::scaled_mean` makes it): every element scaled by
+/// `1 / 2^k` before it is added, the largest finite value where rounding
+/// carries a mean of finite elements past it, the quiet NaN for a NaN.
+const F64_RESCUE: &str = r#"#define SUM_MAY_OVERFLOW 1
+DEVICE S scaled(T v, double f, bool* finite) { *finite = *finite && is_finite(v); return v * f; }
+DEVICE T scaled_result(S s, bool finite) {
+  if (s != s) return from_bits(0x7FF8000000000000ull);
+  if (s - s != 0.0 && finite) return from_bits(0x7FEFFFFFFFFFFFFFull | (bits_of(s) & 0x8000000000000000ull));
+  return s;
+}
+"#;
 
 /// Bit casts and the 16-bit float conversions, the same steps as
 /// `reduce::narrow` (one rounding from the exact value, ties to even).
@@ -173,41 +191,65 @@ extern "C" GLOBAL void retile_halve(const T* a, const T* b, unsigned long long s
     bool second = halve[PRANK - 1] && x0 + 1 < parent[PRANK - 1];
     int rows = 0;
     S sum; T folded = 0; T block[32]; int n = 0;
-    for (int p = 0; p < 2; p++) {
-      if (!planes[p]) continue;
-      for (int pick_bits = 0; pick_bits < (1 << HALVED_ROWS); pick_bits++) {
-        unsigned long long offset = 0;
-        int bit = 1 << HALVED_ROWS;
-        bool inside = true;
-        for (int d = 0; d < PRANK - 1; d++) {
-          unsigned long long s = c[d];
-          if (halve[d]) { bit >>= 1; s = 2 * c[d] + ((pick_bits & bit) != 0); }
-          inside = inside && s < parent[d];
-          offset = offset * parent[d] + s;
-        }
-        if (!inside) continue;
-        const T* row = planes[p] + offset * parent[PRANK - 1] + x0;
-#if METHOD_MEAN
-        S here = widen(row[0]);
-        if (second) here = add(here, widen(row[1]));
-        // from zero, as the CPU sums (0 + -0 is +0)
-        sum = add(rows == 0 ? widen((T)0) : sum, here);
-#elif METHOD_MIN || METHOD_MAX
-        T v = second ? pick(row[0], row[1]) : row[0];
-        folded = rows == 0 ? v : pick(folded, v);
-#elif METHOD_DECIMATE
-        if (rows == 0) folded = row[0];
-#else
-        block[n++] = row[0];
-        if (second) block[n++] = row[1];
-#endif
-        rows++;
+    // a mean: a second pass, of scaled elements, where the sum overflowed
+    double scale = 1.0; bool finite = true; int k = 0; T result = 0;
+    for (int pass = 0; pass < 1 + RESCUE; pass++) {
+#if RESCUE
+      if (pass == 1) {
+        if (is_finite(result)) break;
+        scale = power_of_two(-k);
+        rows = 0;
       }
+#endif
+      for (int p = 0; p < 2; p++) {
+        if (!planes[p]) continue;
+        for (int pick_bits = 0; pick_bits < (1 << HALVED_ROWS); pick_bits++) {
+          unsigned long long offset = 0;
+          int bit = 1 << HALVED_ROWS;
+          bool inside = true;
+          for (int d = 0; d < PRANK - 1; d++) {
+            unsigned long long s = c[d];
+            if (halve[d]) { bit >>= 1; s = 2 * c[d] + ((pick_bits & bit) != 0); }
+            inside = inside && s < parent[d];
+            offset = offset * parent[d] + s;
+          }
+          if (!inside) continue;
+          const T* row = planes[p] + offset * parent[PRANK - 1] + x0;
+#if METHOD_MEAN
+#if RESCUE
+          S here = pass ? scaled(row[0], scale, &finite) : widen(row[0]);
+          if (second) here = add(here, pass ? scaled(row[1], scale, &finite) : widen(row[1]));
+#else
+          S here = widen(row[0]);
+          if (second) here = add(here, widen(row[1]));
+#endif
+          // from zero, as the CPU sums (0 + -0 is +0)
+          sum = add(rows == 0 ? widen((T)0) : sum, here);
+#elif METHOD_MIN || METHOD_MAX
+          T v = second ? pick(row[0], row[1]) : row[0];
+          folded = rows == 0 ? v : pick(folded, v);
+#elif METHOD_DECIMATE
+          if (rows == 0) folded = row[0];
+#else
+          block[n++] = row[0];
+          if (second) block[n++] = row[1];
+#endif
+          rows++;
+        }
+      }
+#if METHOD_MEAN
+      if (pass == 0) {
+        k = second ? 1 : 0;
+        while ((1 << k) < rows * (second ? 2 : 1)) k++;
+        result = mean(sum, k);
+      }
+#if RESCUE
+      else result = scaled_result(sum, finite);
+#endif
+#endif
     }
 #if METHOD_MEAN
-    int k = second ? 1 : 0;
-    while ((1 << k) < rows * (second ? 2 : 1)) k++;
-    out[i] = mean(sum, k);
+    out[i] = result;
 #elif METHOD_MEDIAN
     int nan = -1;
     for (int j = n - 1; j >= 0; j--) if (is_nan(block[j])) nan = j;
@@ -217,11 +259,19 @@ extern "C" GLOBAL void retile_halve(const T* a, const T* b, unsigned long long s
       while (m > 0 && before(v, block[m - 1])) { block[m] = block[m - 1]; m--; }
       block[m] = v;
     }
-    out[i] = n == 1 ? block[0] : mean(add(widen(block[n / 2 - 1]), widen(block[n / 2])), 1);
+    T middle = n == 1 ? block[0] : mean(add(widen(block[n / 2 - 1]), widen(block[n / 2])), 1);
+#if SUM_MAY_OVERFLOW
+    if (n > 1 && !is_finite(middle)) {
+      bool f = true;
+      S halves = add(scaled(block[n / 2 - 1], 0.5, &f), scaled(block[n / 2], 0.5, &f));
+      middle = scaled_result(add(widen((T)0), halves), f);
+    }
+#endif
+    out[i] = middle;
 #else
     out[i] = folded;
 #endif
-    (void)sum; (void)block; (void)n; (void)folded;
+    (void)sum; (void)block; (void)n; (void)folded; (void)scale; (void)finite; (void)k; (void)result;
   }
 }
 "#;
@@ -251,7 +301,9 @@ pub(crate) fn halve_source(method: Method, dtype: DType, halving: &Halving) -> S
          #define METHOD_MEAN {}\n#define METHOD_MIN {}\n#define METHOD_MAX {}\n\
          #define METHOD_DECIMATE {}\n#define METHOD_MEDIAN {}\n\
          #define PRANK {rank}\n#define HALVED_ROWS {halved_rows}\n#define CHILD_PLANE {}ull\n\
-         #define PARENT {}\n#define CHILD {}\n#define HALVE {}\n{FLOAT_HELPERS}{}{KERNEL_BODY}",
+         #define PARENT {}\n#define CHILD {}\n#define HALVE {}\n{FLOAT_HELPERS}{}\n\
+         #ifndef SUM_MAY_OVERFLOW\n#define SUM_MAY_OVERFLOW 0\n#endif\n\
+         #define RESCUE (METHOD_MEAN && SUM_MAY_OVERFLOW)\n{KERNEL_BODY}",
         flag(Method::Mean),
         flag(Method::Min),
         flag(Method::Max),
@@ -399,6 +451,15 @@ int main(int argc, char** argv) {
                     let v = match next(40) {
                         0 => f64::NAN,
                         1 => -0.0,
+                        // f64s so large that their sums overflow, now and then infinite
+                        r if dtype == DType::F64 && r < 20 => match next(30) {
+                            0 => f64::INFINITY,
+                            s => {
+                                f64::MAX
+                                    * (1.0 - s as f64 / 64.0)
+                                    * if r % 2 == 0 { 1.0 } else { -1.0 }
+                            }
+                        },
                         r => (next(2001) as f64 / 8.0 - 125.0) * f64::from(r as u32 % 3),
                     };
                     let v = if i % 7 == 3 { v + 1e-9 } else { v };

@@ -10,6 +10,12 @@
 //! rows in row-major order), so a reference that adds in that order
 //! matches bit for bit. A NaN anywhere in a block makes `min`, `max` and
 //! `median` NaN.
+//!
+//! An `f64` sum can overflow where the mean does not (four `f64::MAX`):
+//! such a mean (or median) is made again from the elements each scaled by
+//! `1 / 2^log2` first, the same additions in the same order, so that the
+//! mean of finite elements is finite; every mean whose plain sum is finite
+//! is left as it was.
 
 use std::fmt;
 use std::str::FromStr;
@@ -94,6 +100,34 @@ pub(crate) trait Element: Pod + PartialOrd + Send + Sync {
     fn sign_bit(self) -> bool {
         false
     }
+    /// Whether a block's sum can overflow where its mean cannot (`f64`
+    /// elements, summed in `f64`): such means are made again by
+    /// [`Element::scaled_mean`].
+    const SUM_MAY_OVERFLOW: bool = false;
+    fn is_finite(self) -> bool {
+        true
+    }
+    /// The mean of `terms` (each row's one or two elements, in the order a
+    /// sum visits them), `2^log2` elements in all. Types whose sums cannot
+    /// overflow sum them as [`Element::mean`] does; `f64` scales every
+    /// element by `1 / 2^log2` before adding it, which cannot overflow,
+    /// and gives `f64::MAX` with the sum's sign if rounding carries a mean
+    /// of finite elements past it.
+    fn scaled_mean<'a>(terms: impl Iterator<Item = &'a [Self]>, log2: u32) -> Self
+    where
+        Self: 'a,
+    {
+        let mut sum = Self::ZERO;
+        for term in terms {
+            sum = sum
+                + match *term {
+                    [a, b] => a.widen() + b.widen(),
+                    [a] => a.widen(),
+                    _ => Self::ZERO,
+                };
+        }
+        Self::mean(sum, log2)
+    }
 }
 
 /// `sum / 2^log2` rounded half to even, for integer sums, without a
@@ -130,26 +164,35 @@ macro_rules! integer_element {
 
 integer_element!(u8 => u32, u16 => u32, u32 => u64, u64 => u128, i8 => i32, i16 => i32, i32 => i64, i64 => i128);
 
+/// The methods every float element shares: summed in `f64`, a NaN mean
+/// the quiet NaN.
+macro_rules! float_methods {
+    ($t:ty, $to:expr, $from:expr) => {
+        type Sum = f64;
+        const ZERO: f64 = 0.0;
+        #[inline(always)]
+        fn widen(self) -> f64 {
+            $to(self)
+        }
+        #[inline(always)]
+        fn mean(sum: f64, log2: u32) -> $t {
+            $from(sum / (1u64 << log2) as f64)
+        }
+        #[inline(always)]
+        fn is_nan(self) -> bool {
+            self != self
+        }
+        fn sign_bit(self) -> bool {
+            self.is_sign_negative()
+        }
+    };
+}
+
+/// Floats narrower than the `f64` sum, which cannot overflow it.
 macro_rules! float_element {
     ($($t:ty: $to:expr, $from:expr);*) => {$(
         impl Element for $t {
-            type Sum = f64;
-            const ZERO: f64 = 0.0;
-            #[inline(always)]
-            fn widen(self) -> f64 {
-                $to(self)
-            }
-            #[inline(always)]
-            fn mean(sum: f64, log2: u32) -> $t {
-                $from(sum / (1u64 << log2) as f64)
-            }
-            #[inline(always)]
-            fn is_nan(self) -> bool {
-                self != self
-            }
-            fn sign_bit(self) -> bool {
-                self.is_sign_negative()
-            }
+            float_methods!($t, $to, $from);
         }
     )*};
 }
@@ -157,9 +200,39 @@ macro_rules! float_element {
 float_element!(
     f16: f16::to_f64, |v| f16::from_bits(narrow(v, 10, 5));
     bf16: bf16::to_f64, |v| bf16::from_bits(narrow(v, 7, 8));
-    f32: |v: f32| v as f64, |v: f64| if v.is_nan() { f32::NAN } else { v as f32 };
-    f64: |v: f64| v, |v: f64| if v.is_nan() { f64::NAN } else { v }
+    f32: |v: f32| v as f64, |v: f64| if v.is_nan() { f32::NAN } else { v as f32 }
 );
+
+impl Element for f64 {
+    float_methods!(f64, |v: f64| v, |v: f64| if v.is_nan() {
+        f64::NAN
+    } else {
+        v
+    });
+    const SUM_MAY_OVERFLOW: bool = true;
+    #[inline(always)]
+    fn is_finite(self) -> bool {
+        f64::is_finite(self)
+    }
+    fn scaled_mean<'a>(terms: impl Iterator<Item = &'a [f64]>, log2: u32) -> f64 {
+        let scale = power_of_two(-(log2 as i32));
+        let mut finite = true;
+        let mut sum = 0.0;
+        for term in terms {
+            finite &= term.iter().all(|v| v.is_finite());
+            sum += match *term {
+                [a, b] => a * scale + b * scale,
+                [a] => a * scale,
+                _ => 0.0,
+            };
+        }
+        match (sum.is_nan(), sum.is_infinite() && finite) {
+            (true, _) => f64::NAN,
+            (false, true) => f64::MAX.copysign(sum),
+            (false, false) => sum,
+        }
+    }
+}
 
 /// `2^n` as an `f64` (`n` within the normal exponents).
 fn power_of_two(n: i32) -> f64 {
@@ -483,13 +556,17 @@ fn reduce_row<T: Element>(
     // Child elements whose block has two elements along the last dimension.
     let full = if pair { rows[0].len() / 2 } else { 0 };
     match method {
-        Method::Mean if pair && full == out.len() => match *rows {
-            [a] => mean_pairs_1(a, out),
-            [a, b] => mean_pairs_2(a, b, out),
-            [a, b, c, d] => mean_pairs_4([a, b, c, d], out),
-            _ => mean_row(rows, pair, full, out, &mut scratch.sums),
-        },
-        Method::Mean => mean_row(rows, pair, full, out, &mut scratch.sums),
+        Method::Mean => {
+            match *rows {
+                [a] if pair && full == out.len() => mean_pairs_1(a, out),
+                [a, b] if pair && full == out.len() => mean_pairs_2(a, b, out),
+                [a, b, c, d] if pair && full == out.len() => mean_pairs_4([a, b, c, d], out),
+                _ => mean_row(rows, pair, full, out, &mut scratch.sums),
+            }
+            if T::SUM_MAY_OVERFLOW {
+                rescue_overflowed_means(rows, pair, full, out);
+            }
+        }
         Method::Decimate => {
             let step = if pair { 2 } else { 1 };
             for (x, o) in out.iter_mut().enumerate() {
@@ -582,6 +659,27 @@ fn mean_row<T: Element>(
     }
 }
 
+/// Makes again, with [`Element::scaled_mean`], every mean of the row that
+/// came out infinite or NaN: its sum overflowed (to an infinity, or to
+/// opposite infinities that made a NaN), or an element is infinite or NaN
+/// (then it comes out the same).
+#[cold]
+fn rescue_overflowed_means<T: Element>(rows: &[&[T]], pair: bool, full: usize, out: &mut [T]) {
+    let log2 = rows.len().trailing_zeros();
+    for (x, o) in out.iter_mut().enumerate() {
+        if o.is_finite() {
+            continue;
+        }
+        let (first, count) = match (pair, x < full) {
+            (true, true) => (2 * x, 2),
+            (true, false) => (2 * full, 1),
+            (false, _) => (x, 1),
+        };
+        let terms = rows.iter().map(|r| &r[first..first + count]);
+        *o = T::scaled_mean(terms, log2 + u32::from(count == 2));
+    }
+}
+
 /// A min or max of each block with `pick`, any NaN winning.
 #[inline(always)]
 fn fold_row<T: Element>(
@@ -637,7 +735,14 @@ fn median<T: Element>(block: &mut [T]) -> T {
     block.sort_unstable_by(total_order);
     match block.len() {
         1 => block[0],
-        n => T::mean(block[n / 2 - 1].widen() + block[n / 2].widen(), 1),
+        n => {
+            let middle = [block[n / 2 - 1], block[n / 2]];
+            let mean = T::mean(middle[0].widen() + middle[1].widen(), 1);
+            match T::SUM_MAY_OVERFLOW && !mean.is_finite() {
+                true => T::scaled_mean(std::iter::once(&middle[..]), 1),
+                false => mean,
+            }
+        }
     }
 }
 
@@ -718,6 +823,130 @@ mod tests {
         assert_eq!(median(&mut block).to_bits(), 0);
         let mut block = [0.0f32, -0.0, -0.0, -1.0];
         assert_eq!(median(&mut block).to_bits(), (-0.0f32).to_bits());
+    }
+
+    /// Halves one plane of `f64`s with `method`.
+    fn halved_f64(method: Method, plane: &[u64], halve: &[bool], src: &[f64]) -> Vec<f64> {
+        let h = Halving::new(plane, halve);
+        let mut dst = vec![0f64; h.child_elements()];
+        halve_planes(
+            method,
+            DType::F64,
+            &h,
+            1,
+            bytemuck::cast_slice(src),
+            bytemuck::cast_slice_mut(&mut dst),
+        )
+        .unwrap();
+        dst
+    }
+
+    #[test]
+    fn means_and_medians_of_huge_finite_f64s_are_finite() {
+        let max = f64::MAX;
+        // every mean path: blocks of 1, 2 and 4 rows of pairs (the
+        // vectorised ones), 8 rows and an odd edge (the general one)
+        for (plane, halve) in [
+            (vec![1u64, 2], vec![false, true]),
+            (vec![2, 2], vec![true, true]),
+            (vec![2, 2, 2], vec![true, true, true]),
+            (vec![2, 2, 2, 2], vec![true, true, true, true]),
+            (vec![2, 3], vec![true, true]),
+            (vec![2, 2], vec![true, false]),
+        ] {
+            let n = plane.iter().product::<u64>() as usize;
+            for (src, expected) in [
+                (vec![max; n], max),
+                (vec![-max; n], -max),
+                (
+                    (0..n)
+                        .map(|i| if i % 2 == 0 { max } else { max / 2.0 })
+                        .collect(),
+                    f64::NAN,
+                ),
+            ] {
+                for method in [Method::Mean, Method::Median] {
+                    let out = halved_f64(method, &plane, &halve, &src);
+                    for v in &out {
+                        assert!(v.is_finite(), "{method} of {plane:?} {halve:?}: {out:?}");
+                        assert!(v.abs() <= max);
+                    }
+                    if !expected.is_nan() {
+                        assert!(out.iter().all(|v| *v == expected), "{method}: {out:?}");
+                    }
+                }
+            }
+        }
+        // the exact mean of MAX and MAX / 2 is three quarters of MAX
+        let out = halved_f64(Method::Mean, &[1, 2], &[false, true], &[max, max / 2.0]);
+        assert_eq!(out, [max * 0.75]);
+        // sums that overflow both ways, into a NaN
+        let out = halved_f64(
+            Method::Mean,
+            &[2, 2],
+            &[true, true],
+            &[max, max, -max, -max],
+        );
+        assert_eq!(out, [0.0]);
+        // an infinite element still makes an infinite mean, opposite ones
+        // and a NaN the quiet NaN
+        let (inf, nan) = (f64::INFINITY, f64::from_bits(0xFFF8_0000_0000_0001));
+        let out = halved_f64(
+            Method::Mean,
+            &[1, 8],
+            &[false, true],
+            &[max, inf, max, -inf, inf, -inf, nan, max],
+        );
+        assert_eq!(out[..2], [inf, -inf]);
+        assert_eq!(out[2].to_bits(), f64::NAN.to_bits());
+        assert_eq!(out[3].to_bits(), f64::NAN.to_bits());
+    }
+
+    #[test]
+    fn f64_means_are_unchanged_wherever_the_plain_sum_is_finite() {
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for _ in 0..2000 {
+            // magnitudes from tiny to the largest, either sign, half of
+            // them in the top binades, where sums overflow
+            let block: Vec<f64> = (0..4)
+                .map(|_| {
+                    let exponent = match next() % 2 {
+                        0 => 1021 + (next() % 3) as i32,
+                        _ => (next() % 2046) as i32 - 1022,
+                    };
+                    let mantissa = 1.0 + (next() % 1024) as f64 / 1024.0;
+                    let sign = if next() % 2 == 0 { 1.0 } else { -1.0 };
+                    sign * mantissa * power_of_two(exponent)
+                })
+                .collect();
+            let out = halved_f64(Method::Mean, &[2, 2], &[true, true], &block)[0];
+            let sum = 0.0 + (block[0] + block[1]) + (block[2] + block[3]);
+            assert!(out.is_finite(), "{block:?}");
+            if sum.is_finite() {
+                assert_eq!(out.to_bits(), (sum / 4.0).to_bits(), "{block:?}");
+            } else {
+                let largest = block.iter().fold(0f64, |m, v| m.max(v.abs()));
+                assert!(out.abs() <= largest, "{block:?}: {out}");
+                let exact: f64 = block.iter().map(|v| v / 4.0).sum();
+                assert!(
+                    (out - exact).abs() <= largest * 1e-15,
+                    "{block:?}: {out} vs {exact}"
+                );
+            }
+            let mut sorted = block.clone();
+            let median = halved_f64(Method::Median, &[2, 2], &[true, true], &block)[0];
+            sorted.sort_by(f64::total_cmp);
+            assert!(
+                median.is_finite() && median >= sorted[1] && median <= sorted[2],
+                "{block:?}: {median}"
+            );
+        }
     }
 
     #[test]
