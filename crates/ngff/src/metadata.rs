@@ -235,39 +235,76 @@ fn check_axes(axes: &[Axis]) -> Result<(), StreamError> {
     Ok(())
 }
 
+/// Refuses a pyramid that halves a channel axis: its levels would average
+/// (or pick between) channels, which are not neighbours in space.
+pub(crate) fn check_halved_axes(axes: &[Axis], halve: &[bool]) -> Result<(), StreamError> {
+    match axes.iter().zip(halve).find(|(a, &h)| h && a.kind == "channel") {
+        Some((a, _)) => Err(StreamError::Invalid(format!(
+            "the downsampling halves axis '{}', a channel axis: its levels would mix channels together; leave it out of the downsampling (halve only space and time axes)",
+            a.name
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// Level `k`'s `scale` and `translation` along each axis: `scale` times
+/// `2^k` along every halved dimension, shifted by half the parent's cells
+/// (where a block's centre lies); refused where a number is not finite,
+/// which JSON cannot hold.
+fn level_transforms(
+    axes: &[Axis],
+    scale: &[f64],
+    halve: &[bool],
+    k: usize,
+) -> Result<(Vec<f64>, Vec<f64>), StreamError> {
+    let factor = |d: usize| if halve[d] { (1u64 << k) as f64 } else { 1.0 };
+    let level_scale: Vec<f64> = (0..scale.len()).map(|d| scale[d] * factor(d)).collect();
+    let shift: Vec<f64> = (0..scale.len())
+        .map(|d| scale[d] * (factor(d) - 1.0) / 2.0)
+        .collect();
+    let too_large =
+        (0..scale.len()).find(|&d| !(level_scale[d].is_finite() && shift[d].is_finite()));
+    match too_large {
+        Some(d) => Err(StreamError::Invalid(format!(
+            "the scale {:e} of axis '{}' is too large: level {k} would scale it by {}, past the largest number JSON holds (about 1.8e308); give a smaller scale or fewer levels",
+            scale[d],
+            axes[d].name,
+            factor(d)
+        ))),
+        None => Ok((level_scale, shift)),
+    }
+}
+
 /// The group's `zarr.json`: `attributes.ome` with one multiscale whose
 /// datasets are the levels `0..levels`, each scaled by 2 along every
 /// dimension it halves (and, for block reductions, shifted by half its
-/// parent's cells, where the block's centre lies).
+/// parent's cells, where the block's centre lies); refused where a level's
+/// scale or translation would not be a finite number.
 pub(crate) fn group_metadata(
     axes: &[Axis],
     scale: &[f64],
     pyramid: &PyramidOptions,
     halve: &[bool],
     levels: usize,
-) -> Value {
-    let axes: Vec<Value> = axes
+) -> Result<Value, StreamError> {
+    let axes_json: Vec<Value> = axes
         .iter()
         .map(|a| match &a.unit {
             Some(unit) => json!({"name": a.name, "type": a.kind, "unit": unit}),
             None => json!({"name": a.name, "type": a.kind}),
         })
         .collect();
-    let datasets: Vec<Value> = (0..levels)
+    let datasets = (0..levels)
         .map(|k| {
-            let factor = |d: usize| if halve[d] { (1u64 << k) as f64 } else { 1.0 };
-            let level_scale: Vec<f64> = (0..scale.len()).map(|d| scale[d] * factor(d)).collect();
+            let (level_scale, shift) = level_transforms(axes, scale, halve, k)?;
             let mut transforms = vec![json!({"type": "scale", "scale": level_scale})];
             if k > 0 && pyramid.method != Method::Decimate {
-                let shift: Vec<f64> = (0..scale.len())
-                    .map(|d| scale[d] * (factor(d) - 1.0) / 2.0)
-                    .collect();
                 transforms.push(json!({"type": "translation", "translation": shift}));
             }
-            json!({"path": k.to_string(), "coordinateTransformations": transforms})
+            Ok(json!({"path": k.to_string(), "coordinateTransformations": transforms}))
         })
-        .collect();
-    json!({
+        .collect::<Result<Vec<Value>, StreamError>>()?;
+    Ok(json!({
         "zarr_format": 3,
         "node_type": "group",
         "attributes": {
@@ -275,7 +312,7 @@ pub(crate) fn group_metadata(
                 "version": NGFF_VERSION,
                 "multiscales": [{
                     "name": "retile",
-                    "axes": axes,
+                    "axes": axes_json,
                     "datasets": datasets,
                     "type": pyramid.method.to_string(),
                     "metadata": {
@@ -286,7 +323,7 @@ pub(crate) fn group_metadata(
                 }],
             },
         },
-    })
+    }))
 }
 
 fn halved_names(halve: &[bool]) -> String {

@@ -98,6 +98,9 @@ def case(seed):
     halved = [bool(rng.integers(0, 2)) for _ in range(rank)]
     # NGFF needs 2 or 3 space axes: the last two dimensions are space; halve at least one
     halved[-1] = halved[-1] or not any(halved)
+    # five axes are t, c, z, y, x: a channel axis is never halved (channels would mix)
+    if rank == 5:
+        halved[1] = False
     return dict(
         rng=rng, shape=shape, tile=tile, halved=halved,
         dtype=DTYPES[seed % len(DTYPES)], method=METHODS[(seed // len(DTYPES)) % len(METHODS)],
@@ -201,3 +204,27 @@ def test_pyramid_options_are_checked(tmp_path):
                       units=["second", "parsecs", None])
     with pytest.raises(ValueError, match="describe an OME-Zarr image"):
         retile.Stream(tmp_path / "e.zarr", shape=(0, 8, 8), tile=(1, 4, 4), dtype="u8", scale=[1, 1, 1])
+
+
+def test_ngff_arguments_that_make_an_invalid_image_are_refused(tmp_path):
+    # a scale that levels double past the largest float would be written as null
+    for scale in ([1.0, 1e308, 1.0], [1.0, 1.0, 2.0 ** 1022]):
+        with pytest.raises(ValueError, match="too large"):
+            retile.Stream(tmp_path / "s.zarr", shape=(0, 64, 64), tile=(1, 16, 16), dtype="u8", pyramid="mean",
+                          scale=scale)
+    # the largest scale that fits is written as it is, and the image is valid
+    with retile.Stream(tmp_path / "big.zarr", shape=(0, 64, 64), tile=(1, 16, 16), dtype="u8", pyramid="mean",
+                       scale=[1.0, 2.0 ** 1021, 1e300]) as s:
+        s.append(bytes(64 * 64))
+    group, meta, arrays = levels_of(tmp_path / "big.zarr")
+    assert meta["datasets"][1]["coordinateTransformations"][0]["scale"] == [1.0, 2.0 ** 1022, 2e300]
+    Image.from_zarr(group)
+    # halving a channel axis would average channels together
+    for dim_types, downsample in ((["channel", "space", "space"], [True, True, True]),
+                                  (["time", "channel", "space", "space"], [False, True, True, True]),
+                                  (None, [False, True, False, True, True])):
+        rank = len(downsample)
+        with pytest.raises(ValueError, match="channel axis"):
+            retile.Stream(tmp_path / "c.zarr", shape=[0] + [8] * (rank - 1), tile=[1] + [4] * (rank - 1), dtype="u8",
+                          pyramid="mean", dim_types=dim_types, downsample=downsample)
+    assert not (tmp_path / "s.zarr").exists() and not (tmp_path / "c.zarr").exists()
