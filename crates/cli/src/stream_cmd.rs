@@ -13,7 +13,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use retile_stream::{
     default_axes, open_output, Axis, Backend, Codec, DType, Method, MultiscaleStream, NgffOptions,
     Output, PyramidOptions, S3Options, S3Traffic, Shuffle, StreamDType, StreamPlan, StreamSpec,
-    Summary, ZarrOptions,
+    Summary, SyncPolicy, ZarrOptions,
 };
 
 /// Bytes read from the input per append.
@@ -143,9 +143,16 @@ pub struct StreamArgs {
     /// the stream fails.
     #[arg(long, help_heading = heading::STORE, default_value_t = 120.0)]
     retry_seconds: f64,
-    /// Replace the Zarr store at --output if there is one (it is deleted first).
+    /// Replace the Zarr store at --output if there is one (it is deleted
+    /// first; anything there that is not part of a Zarr store is refused,
+    /// and so is a store another stream is writing).
     #[arg(long, help_heading = heading::STORE)]
     overwrite: bool,
+    /// When a local store reaches the disk: end (every file synced once,
+    /// before the last claim) or rows (every row of files synced before it
+    /// is claimed, so that every claim survives a power loss; slower).
+    #[arg(long, help_heading = heading::STORE, default_value = "end", value_parser = parse_sync)]
+    sync: SyncPolicy,
     /// Tiles per shard per dimension, slowest first (e.g. 1,4,4); a first
     /// count above 1 makes shards span several epochs.
     #[arg(long, help_heading = heading::CHUNKS, value_parser = parse_list)]
@@ -201,6 +208,12 @@ pub struct StreamArgs {
 /// A comma-separated list of extents, slowest first.
 #[derive(Clone, Debug)]
 pub struct Dims(Vec<u64>);
+
+/// `--sync`'s policy, with the reason where it is none.
+fn parse_sync(text: &str) -> Result<SyncPolicy, String> {
+    text.parse()
+        .map_err(|e: retile_stream::StreamError| e.to_string())
+}
 
 fn parse_list(text: &str) -> Result<Dims, String> {
     text.split(',')
@@ -444,6 +457,7 @@ fn output(args: &StreamArgs, rank: usize) -> Result<Output, CliError> {
             (args.dim_names.is_some(), "--dim-names"),
             (args.buffered_io, "--buffered-io"),
             (args.overwrite, "--overwrite"),
+            (args.sync != SyncPolicy::End, "--sync"),
             (args.ngff, "--ngff"),
             (args.dim_types.is_some(), "--dim-types"),
             (args.units.is_some(), "--units"),
@@ -473,6 +487,7 @@ fn output(args: &StreamArgs, rank: usize) -> Result<Output, CliError> {
         buffered_io: args.buffered_io,
         writers: args.writers,
         overwrite: args.overwrite,
+        sync: args.sync,
         s3: S3Options {
             allow_http: args.allow_http,
             retry_timeout: std::time::Duration::try_from_secs_f64(args.retry_seconds).map_err(

@@ -3,9 +3,9 @@
 
 use retile_plan::{NullSink, StreamError, StreamSpec};
 use retile_pyramid::{Backend, MultiscaleStream, PyramidOptions};
-use retile_store::{Group, ZarrOptions, ZarrSink};
+use retile_store::{ClaimChain, Group, ZarrOptions, ZarrSink};
 
-use crate::metadata::{group_metadata, NgffOptions};
+use crate::metadata::{check_halved_axes, group_metadata, NgffOptions};
 
 /// Opens a stream writing an OME-Zarr image at `zarr.path`: the group's
 /// `zarr.json`, and level `k` of `pyramid` (which halves, unless it says
@@ -57,20 +57,30 @@ pub fn open_ngff(
         ..pyramid.clone()
     };
     let halve = pyramid.halved(&spec)?;
+    check_halved_axes(&axes, &halve)?;
     let levels = pyramid.level_specs(&spec)?.len();
-    let root = zarr.path.clone();
+    let metadata = group_metadata(&axes, &scale, pyramid, &halve, levels)?;
     let group = Group::create(&zarr)?;
     let names: Vec<String> = axes.iter().map(|a| a.name.clone()).collect();
-    let stream = MultiscaleStream::new(spec, fill, backend, pyramid, |k, _| {
-        Ok(Box::new(ZarrSink::new(ZarrOptions {
-            path: root.join(k.to_string()),
+    // a level never claims planes its parent level has not claimed
+    let chain = ClaimChain::new(levels, halve.first().copied().unwrap_or(false));
+    let opened = MultiscaleStream::new(spec, fill, backend, pyramid, |k, _| {
+        let options = ZarrOptions {
             dimension_names: Some(names.clone()),
-            overwrite: false,
             ..zarr.clone()
-        })))
-    })?;
-    group.put_metadata(&group_metadata(&axes, &scale, pyramid, &halve, levels))?;
-    Ok(stream)
+        };
+        Ok(Box::new(group.root().level(
+            &k.to_string(),
+            options,
+            chain.level(k),
+        )))
+    })
+    .and_then(|stream| group.put_metadata(&metadata).map(|()| stream));
+    if opened.is_err() {
+        // a failed start leaves nothing that would refuse the retry
+        group.root().abandon();
+    }
+    opened
 }
 
 /// What a stream writes: a Zarr store or nothing, with or without a

@@ -11,7 +11,7 @@ use pyo3::types::PyDict;
 use retile_stream::{
     default_axes, open_output, Axis, Backend, Codec, DType, Method, MultiscaleStream, NgffOptions,
     Output, PyramidOptions, S3Options, Shuffle, StreamDType, StreamError, StreamSpec, Summary,
-    ZarrOptions,
+    SyncPolicy, ZarrOptions,
 };
 
 /// A stream error as the Python exception of its kind, with the same one-line message.
@@ -157,6 +157,9 @@ impl Drop for HeldBuffer {
 /// ``downsample`` (per dimension, whether each level halves it),
 /// ``dim_names``, ``dim_types``, ``units`` and ``scale`` as
 /// ``retile stream`` takes them; ``ngff=True`` writes a one-level image.
+/// ``sync="rows"`` syncs every row of files to the disk before it is
+/// claimed, so that every claim survives a power loss (slower; the default
+/// ``"end"`` syncs once, before the last claim).
 ///
 /// Example::
 ///
@@ -218,7 +221,7 @@ fn busy() -> PyErr {
 #[pymethods]
 impl Stream {
     #[new]
-    #[pyo3(signature = (output, shape, tile, dtype, shard=None, codec="none", fill=None, dim_names=None, backend="cpu", shuffle=None, writers=None, buffered_io=false, overwrite=false, threads=0, pyramid=None, levels=None, downsample=None, ngff=false, dim_types=None, units=None, scale=None, allow_http=false, retry_seconds=120.0, s3_config=None))]
+    #[pyo3(signature = (output, shape, tile, dtype, shard=None, codec="none", fill=None, dim_names=None, backend="cpu", shuffle=None, writers=None, buffered_io=false, overwrite=false, threads=0, pyramid=None, levels=None, downsample=None, ngff=false, dim_types=None, units=None, scale=None, allow_http=false, retry_seconds=120.0, s3_config=None, sync="end"))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         output: Option<PathBuf>,
@@ -245,7 +248,9 @@ impl Stream {
         allow_http: bool,
         retry_seconds: f64,
         s3_config: Option<std::collections::BTreeMap<String, String>>,
+        sync: &str,
     ) -> PyResult<Stream> {
+        let sync = sync.parse::<SyncPolicy>().map_err(stream_err)?;
         let dtype = dtype_of(dtype)?;
         let spec = StreamSpec::new(dtype, shape, tile).map_err(stream_err)?;
         let fill_text = match fill {
@@ -300,6 +305,7 @@ impl Stream {
                     (scale.is_some(), "scale"),
                     (allow_http, "allow_http"),
                     (s3_config.is_some(), "s3_config"),
+                    (sync != SyncPolicy::End, "sync"),
                 ]
                 .into_iter()
                 .filter_map(|(given, name)| given.then_some(name))
@@ -334,6 +340,7 @@ impl Stream {
                         buffered_io,
                         writers,
                         overwrite,
+                        sync,
                         s3: S3Options {
                             allow_http,
                             retry_timeout: Duration::try_from_secs_f64(retry_seconds).map_err(

@@ -232,3 +232,56 @@ def test_the_gil_is_released_while_tiling():
     # with the GIL held for the whole append the other thread could not count at all
     assert min(progressed) > 0, (progressed, slowest)
     assert sum(progressed) > 1000, (progressed, slowest)
+
+
+def test_one_stream_owns_a_store_and_another_is_refused_naming_it(tmp_path):
+    import os
+    path = tmp_path / "owned.zarr"
+    frames = np.arange(6 * 16 * 16, dtype=np.uint16).reshape(6, 16, 16)
+    first = retile.Stream(path, shape=(0, 16, 16), tile=(2, 8, 8), dtype="u16")
+    first.append(frames[:4])
+    for overwrite in (False, True):
+        with pytest.raises(ValueError, match=f"being written by another stream.*process {os.getpid()}"):
+            retile.Stream(path, shape=(0, 16, 16), tile=(2, 8, 8), dtype="u16", overwrite=overwrite)
+        with pytest.raises(ValueError, match="being written by another stream"):
+            retile.Stream(path / "inner", shape=(0, 16, 16), tile=(2, 8, 8), dtype="u16", overwrite=overwrite)
+    first.finish()
+    assert not (path / ".retile.lock").exists()
+    np.testing.assert_array_equal(zarr.open_array(str(path), mode="r")[:], frames[:4])
+    with retile.Stream(path, shape=(0, 16, 16), tile=(2, 8, 8), dtype="u16", overwrite=True) as s:
+        s.append(frames)
+    np.testing.assert_array_equal(zarr.open_array(str(path), mode="r")[:], frames)
+
+
+def test_overwrite_deletes_only_a_store_and_follows_a_link(tmp_path):
+    path = tmp_path / "mixed.zarr"
+    frames = np.arange(4 * 8 * 8, dtype=np.uint8).reshape(4, 8, 8)
+    with retile.Stream(path, shape=(0, 8, 8), tile=(2, 4, 4), dtype="u8") as s:
+        s.append(frames)
+    (path / "input.raw").write_bytes(b"keep me")
+    with pytest.raises(ValueError, match="input.raw.*not part of a Zarr store"):
+        retile.Stream(path, shape=(0, 8, 8), tile=(2, 4, 4), dtype="u8", overwrite=True)
+    assert (path / "input.raw").read_bytes() == b"keep me"
+    np.testing.assert_array_equal(zarr.open_array(str(path), mode="r")[:], frames)
+    (path / "input.raw").unlink()
+    link = tmp_path / "link.zarr"
+    link.symlink_to(path)
+    with retile.Stream(link, shape=(0, 8, 8), tile=(2, 4, 4), dtype="u8", overwrite=True) as s:
+        s.append(frames[:2])
+    assert link.is_symlink()
+    np.testing.assert_array_equal(zarr.open_array(str(path), mode="r")[:], frames[:2])
+
+
+@pytest.mark.parametrize("shard", [None, (2, 2, 2)])
+def test_sync_rows_stores_the_same_and_bad_policies_are_value_errors(tmp_path, shard):
+    frames = data_of("i32", (9, 16, 16), 5)
+    for sync in ("rows", "end"):
+        path = tmp_path / f"{sync}.zarr"
+        with retile.Stream(path, shape=(0, 16, 16), tile=(2, 8, 8), dtype="i32", shard=shard, sync=sync) as s:
+            s.append(frames)
+        np.testing.assert_array_equal(zarr.open_array(str(path), mode="r")[:], frames)
+    with pytest.raises(ValueError, match="unknown sync policy 'always'"):
+        retile.Stream(tmp_path / "bad.zarr", shape=(0, 16, 16), tile=(2, 8, 8), dtype="i32", sync="always")
+    assert not (tmp_path / "bad.zarr").exists()
+    with pytest.raises(ValueError, match="sync take effect only with an output"):
+        retile.Stream(None, shape=(0, 16, 16), tile=(2, 8, 8), dtype="i32", sync="rows")

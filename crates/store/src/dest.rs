@@ -9,16 +9,25 @@ use std::sync::Arc;
 
 use retile_plan::StreamError;
 
+use crate::directory::{
+    abandon, prepare_directory, prepare_inner_directory, sync_directory, HeldDirectory,
+};
 use crate::error::DestError;
-use crate::files::{direct_io_works, prepare_directory, replace_atomically, LocalFile, Placed};
+use crate::files::{direct_io_works, replace_atomically, LocalFile, Placed};
 use crate::object::{Bucket, Upload};
 use crate::options::ZarrOptions;
 
 /// The destination of one store (an array, or an OME-Zarr group).
 #[derive(Clone)]
 pub(crate) enum Dest {
-    /// A local directory; `direct`: chunk and shard files are written with `O_DIRECT`.
-    Local { root: PathBuf, direct: bool },
+    /// A local directory; `direct`: chunk and shard files are written with
+    /// `O_DIRECT`; `held`: the lock of the store it is (or is in), held
+    /// while a clone lives.
+    Local {
+        root: PathBuf,
+        direct: bool,
+        held: Arc<HeldDirectory>,
+    },
     /// A prefix in a bucket.
     Object(Arc<Bucket>),
 }
@@ -51,12 +60,13 @@ impl Open {
     }
 
     /// Ends the file or object; returns its length. Every placed append
-    /// must be written first. A file exists from here on, whole; an object
-    /// once the next metadata document is stored (a failed one is left out,
-    /// its upload aborted, and fails the stream).
-    pub fn close(&mut self) -> Result<u64, DestError> {
+    /// must be written first. A file exists from here on, whole (on the
+    /// disk with `sync`); an object once the next metadata document is
+    /// stored (a failed one is left out, its upload aborted, and fails the
+    /// stream).
+    pub fn close(&mut self, sync: bool) -> Result<u64, DestError> {
         match self {
-            Open::Local(file) => Ok(file.close()?),
+            Open::Local(file) => Ok(file.close(sync)?),
             Open::Object(upload) => upload.close(),
         }
     }
@@ -76,10 +86,11 @@ impl Dest {
             bucket.prepare(options.overwrite)?;
             return Ok(Dest::Object(Arc::new(bucket)));
         }
-        prepare_directory(path, options.overwrite)?;
+        let held = prepare_directory(path, options.overwrite)?;
         Ok(Dest::Local {
             root: path.to_owned(),
             direct: !options.buffered_io && direct_io_works(path),
+            held,
         })
     }
 
@@ -101,7 +112,9 @@ impl Dest {
     /// `parts_in_flight` parts uploading at once.
     pub fn fresh(&self, key: &str, parts_in_flight: usize, expected: u64) -> Open {
         match self {
-            Dest::Local { root, direct } => Open::Local(LocalFile::new(root.join(key), *direct)),
+            Dest::Local { root, direct, .. } => {
+                Open::Local(LocalFile::new(root.join(key), *direct))
+            }
             Dest::Object(bucket) => {
                 Open::Object(Upload::new(bucket, key, parts_in_flight, expected))
             }
@@ -127,6 +140,76 @@ impl Dest {
         match self {
             Dest::Local { .. } => (0, 0),
             Dest::Object(bucket) => bucket.traffic(),
+        }
+    }
+}
+
+/// A store's life besides its bytes: the arrays inside it, syncing, and a
+/// failed start undone.
+impl Dest {
+    /// The destination of the array at `key` inside this store (a level of
+    /// an image), made ready: new and empty. A local one shares the
+    /// store's lock; one in S3 is a store of its own under the prefix.
+    pub fn within(&self, key: &str, options: &ZarrOptions) -> Result<Dest, StreamError> {
+        match self {
+            Dest::Local { root, direct, held } => {
+                let root = root.join(key);
+                prepare_inner_directory(&root)?;
+                Ok(Dest::Local {
+                    root,
+                    direct: *direct,
+                    held: held.clone(),
+                })
+            }
+            Dest::Object(bucket) => Dest::prepare(&bucket.url().join(key), options),
+        }
+    }
+
+    /// Syncs every file and directory written so far to the disk (nothing
+    /// to do for objects, stored once complete); fails if the disk failed
+    /// to take any write since the store was made ready.
+    pub fn sync_all(&self) -> Result<(), DestError> {
+        match self {
+            Dest::Local { held, .. } => Ok(held.sync_all()?),
+            Dest::Object(_) => Ok(()),
+        }
+    }
+
+    /// Syncs the directories that hold the files at `keys` and those above
+    /// them, up to the store's own (their entries: the files made in them);
+    /// directories never made (a chunk of fill alone) are passed over.
+    pub fn sync_directories<'k>(
+        &self,
+        keys: impl Iterator<Item = &'k str>,
+    ) -> Result<(), DestError> {
+        let Dest::Local { root, .. } = self else {
+            return Ok(());
+        };
+        let mut dirs = std::collections::BTreeSet::new();
+        for key in keys {
+            let mut dir = Path::new(key).parent();
+            while let Some(d) = dir {
+                if !dirs.insert(root.join(d)) {
+                    break;
+                }
+                dir = d.parent();
+            }
+        }
+        dirs.insert(root.clone());
+        for dir in dirs.iter().rev() {
+            match sync_directory(dir) {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                synced => synced?,
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes what a failed start made in the store (a local directory:
+    /// its files, and itself if the start made it).
+    pub fn abandon(&self) {
+        if let Dest::Local { root, held, .. } = self {
+            abandon(root, held);
         }
     }
 }

@@ -16,9 +16,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use retile_plan::{EpochBuffer, StreamError};
-
-use crate::error::store_error;
+use retile_plan::EpochBuffer;
 
 /// The unit of direct I/O: offsets, lengths and addresses are multiples of it.
 pub(crate) const BLOCK: usize = 4096;
@@ -133,16 +131,19 @@ impl LocalFile {
     }
 
     /// Ends the file: its last partial block written (direct I/O), its
-    /// length exact, and the file created even when nothing was appended.
-    pub fn close(&mut self) -> io::Result<u64> {
+    /// length exact, the file created even when nothing was appended, and,
+    /// with `sync`, its data on the disk. Every failure is reported, the
+    /// close's own included (where a network file system reports a write
+    /// that did not reach the server).
+    pub fn close(&mut self, sync: bool) -> io::Result<u64> {
         let len = self.len();
-        match self {
-            LocalFile::Buffered { path, file, .. } => {
-                if file.is_none() {
-                    create(path, false)?;
-                }
-                *file = None;
-            }
+        let file = match self {
+            LocalFile::Buffered { path, file, .. } => match file.take() {
+                // every placed write is done: no task holds the file now
+                Some(file) => Arc::try_unwrap(file)
+                    .map_err(|_| io::Error::other("the file is still being written"))?,
+                None => create(path, false)?,
+            },
             LocalFile::Direct {
                 path,
                 file,
@@ -163,9 +164,29 @@ impl LocalFile {
                     tail.clear();
                 }
                 file.set_len(len)?;
+                file
             }
+        };
+        if sync {
+            file.sync_data()?;
         }
+        close_checked(file)?;
         Ok(len)
+    }
+}
+
+/// Closes `file`, reporting the close's failure (dropping a `File` ignores
+/// it). An interrupted close has closed the file all the same (Linux).
+pub(crate) fn close_checked(file: File) -> io::Result<()> {
+    use std::os::unix::io::IntoRawFd;
+    let fd = file.into_raw_fd();
+    // SAFETY: `fd` was just taken from a `File`, which no longer owns it.
+    match unsafe { libc::close(fd) } {
+        0 => Ok(()),
+        _ => match io::Error::last_os_error() {
+            e if e.raw_os_error() == Some(libc::EINTR) => Ok(()),
+            e => Err(e),
+        },
     }
 }
 
@@ -242,23 +263,34 @@ fn with_stage<R>(f: impl FnOnce(&mut EpochBuffer) -> R) -> io::Result<R> {
 /// old file or the new one whole. With `durable`, the new file and the
 /// directory are also synced, to survive a power loss (a sync costs
 /// milliseconds, too much for every epoch).
+/// A failure leaves no new file behind (the old one stays).
 pub(crate) fn replace_atomically(path: &Path, bytes: &[u8], durable: bool) -> io::Result<()> {
-    use std::io::Write;
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let partial = path.with_file_name(format!(".{name}.partial"));
-    let mut file = File::create(&partial)?;
-    file.write_all(bytes)?;
-    if durable {
-        file.sync_all()?;
+    let written = write_whole(&partial, bytes, durable);
+    if let Err(e) = written.and_then(|()| std::fs::rename(&partial, path)) {
+        let _ = std::fs::remove_file(&partial);
+        return Err(e);
     }
-    std::fs::rename(&partial, path)?;
     if let (true, Some(dir)) = (durable, path.parent()) {
         File::open(dir)?.sync_all()?;
     }
     Ok(())
+}
+
+/// Writes `bytes` to a new file at `path` (synced with `durable`), closed
+/// with its failure reported.
+fn write_whole(path: &Path, bytes: &[u8], durable: bool) -> io::Result<()> {
+    use std::io::Write;
+    let mut file = File::create(path)?;
+    file.write_all(bytes)?;
+    if durable {
+        file.sync_all()?;
+    }
+    close_checked(file)
 }
 
 /// Whether `dir`'s file system takes direct I/O: a block written to a
@@ -268,7 +300,10 @@ pub(crate) fn replace_atomically(path: &Path, bytes: &[u8], durable: bool) -> io
 pub(crate) fn direct_io_works(dir: &Path) -> bool {
     let probe = dir.join(".retile-direct-io-probe");
     let mut file = LocalFile::new(probe.clone(), true);
-    let works = file.append(&[0; BLOCK]).and_then(|_| file.close()).is_ok();
+    let works = file
+        .append(&[0; BLOCK])
+        .and_then(|_| file.close(false))
+        .is_ok();
     let _ = std::fs::remove_file(&probe);
     works
 }
@@ -277,37 +312,6 @@ pub(crate) fn direct_io_works(dir: &Path) -> bool {
 #[cfg(not(target_os = "linux"))]
 pub(crate) fn direct_io_works(_: &Path) -> bool {
     false
-}
-
-/// Makes the store's directory: new, or emptied where `overwrite` allows.
-pub(crate) fn prepare_directory(path: &Path, overwrite: bool) -> Result<(), StreamError> {
-    let fail = |doing: &str, e: std::io::Error| store_error(path, doing, e);
-    if path.exists() && !path.is_dir() {
-        return Err(StreamError::Invalid(format!(
-            "{} exists and is not a directory; a Zarr store is a directory",
-            path.display()
-        )));
-    }
-    if path.exists() {
-        let mut entries = std::fs::read_dir(path)
-            .map_err(|e| fail("reading the existing output directory", e))?;
-        if entries.next().is_some() {
-            if !overwrite {
-                return Err(StreamError::Invalid(format!(
-                    "{} already exists and is not empty; choose a new path, or ask to overwrite it (the old store is deleted)",
-                    path.display()
-                )));
-            }
-            if !path.join("zarr.json").is_file() {
-                return Err(StreamError::Invalid(format!(
-                    "{} is not a Zarr store (it has no zarr.json); refusing to delete it",
-                    path.display()
-                )));
-            }
-            std::fs::remove_dir_all(path).map_err(|e| fail("deleting the old store", e))?;
-        }
-    }
-    std::fs::create_dir_all(path).map_err(|e| fail("creating the store directory", e))
 }
 
 #[cfg(test)]
@@ -337,7 +341,7 @@ mod tests {
                 });
             }
         });
-        let len = file.lock().unwrap().close().unwrap();
+        let len = file.lock().unwrap().close(false).unwrap();
         let bytes = std::fs::read(&path).unwrap();
         assert_eq!(bytes.len() as u64, len);
         (bytes, offsets.into_inner().unwrap())

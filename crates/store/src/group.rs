@@ -5,12 +5,13 @@ use std::path::Path;
 
 use retile_plan::StreamError;
 
-use crate::dest::Dest;
 use crate::error::store_error;
 use crate::options::ZarrOptions;
+use crate::root::StoreRoot;
 
 /// A group being written: made ready (new, or emptied where the options
-/// allow) when created, its `zarr.json` written whole when asked.
+/// allow) and locked when created, as the root of a stream's store
+/// ([`StoreRoot`]), its `zarr.json` written whole when asked.
 ///
 /// ```
 /// use retile_store::{Group, ZarrOptions};
@@ -22,7 +23,7 @@ use crate::options::ZarrOptions;
 /// # Ok::<(), retile_plan::StreamError>(())
 /// ```
 pub struct Group {
-    dest: Dest,
+    root: StoreRoot,
 }
 
 impl Group {
@@ -30,22 +31,27 @@ impl Group {
     /// `s3://BUCKET/PREFIX`), as a Zarr array's store is made ready.
     pub fn create(options: &ZarrOptions) -> Result<Group, StreamError> {
         Ok(Group {
-            dest: Dest::prepare(&options.path, options)?,
+            root: StoreRoot::open(options)?,
         })
     }
 
     /// Where the group is.
     pub fn path(&self) -> &Path {
-        self.dest.name()
+        self.root.path()
+    }
+
+    /// The group as the root of the stream's store: where its arrays are
+    /// made, and what keeps it locked.
+    pub fn root(&self) -> &StoreRoot {
+        &self.root
     }
 
     /// Replaces the group's `zarr.json` with `metadata`, durably: a reader
     /// sees the old document or the new one, whole.
     pub fn put_metadata(&self, metadata: &serde_json::Value) -> Result<(), StreamError> {
-        let fail = |e| store_error(self.dest.name(), "writing the group metadata zarr.json", e);
+        let dest = self.root.dest();
+        let fail = |e| store_error(dest.name(), "writing the group metadata zarr.json", e);
         let bytes = serde_json::to_vec_pretty(metadata).map_err(|e| fail(e.into()))?;
-        self.dest
-            .put_metadata("zarr.json", &bytes, true)
-            .map_err(fail)
+        dest.put_metadata("zarr.json", &bytes, true).map_err(fail)
     }
 }

@@ -11,6 +11,9 @@
 //! uploads fed as epochs land, through `object_store`). The array's
 //! `zarr.json` is replaced atomically as rows of files complete, so the
 //! store never claims what is not stored. A [`Group`] holds several arrays.
+//! One stream writes a store: its root ([`StoreRoot`]) is locked while the
+//! stream lives, and the levels of a pyramid chain their claims
+//! ([`ClaimChain`]) so that no level claims more than its parent.
 //!
 //! It is the end of the pipeline: it reports what it stored as
 //! [`SinkStats`](retile_plan::SinkStats).
@@ -31,19 +34,25 @@
 //! # Ok::<(), retile_plan::StreamError>(())
 //! ```
 
+mod chain;
 mod codec;
 mod dest;
+mod directory;
 mod error;
 mod files;
 mod group;
+mod lock;
 mod object;
 mod options;
+mod root;
 mod shard;
 mod writer;
 mod zarr;
 
+pub use chain::{ChainLink, ClaimChain};
 pub use codec::{BloscKind, Codec, Shuffle};
 pub use group::Group;
 pub use object::{S3Options, S3Traffic, IN_FLIGHT_PARTS, PART_BYTES, ROWS_COMPLETING};
-pub use options::{ZarrOptions, MAX_WRITERS};
+pub use options::{SyncPolicy, ZarrOptions, MAX_WRITERS};
+pub use root::StoreRoot;
 pub use zarr::ZarrSink;

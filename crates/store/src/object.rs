@@ -199,6 +199,8 @@ impl Default for S3Options {
 
 /// A store's prefix in a bucket, its client and its runtime.
 pub(crate) struct Bucket {
+    /// The store's lock (taken by `prepare`), dropped before the runtime.
+    lock: std::sync::OnceLock<crate::lock::ObjectLock>,
     shared: Arc<Shared>,
     prefix: String,
     url: PathBuf,
@@ -287,7 +289,7 @@ impl Shared {
 
 /// What the server said, as one line (its XML answer cut to its code and
 /// message), saying what to change where it refused the credentials.
-fn explain(e: object_store::Error) -> DestError {
+pub(crate) fn explain(e: object_store::Error) -> DestError {
     use object_store::Error as E;
     let denied = matches!(e, E::PermissionDenied { .. } | E::Unauthenticated { .. });
     let text = e.to_string();
@@ -436,6 +438,7 @@ impl Bucket {
             parts: Arc::new(tokio::sync::Semaphore::new(IN_FLIGHT_PARTS)),
         };
         Ok(Bucket {
+            lock: std::sync::OnceLock::new(),
             shared: Arc::new(shared),
             prefix,
             url: full,
@@ -485,10 +488,21 @@ impl Bucket {
         let prefix = self.key("");
         let store = &self.shared.store;
         let listing = |doing: &str, e| self.fail(doing.into(), explain(e));
+        let lock = crate::lock::ObjectLock::acquire(store, &self.runtime, &prefix, &self.url)?;
+        let _ = self.lock.set(lock);
+        let not_lock = |m: &object_store::ObjectMeta| {
+            futures::future::ready(!crate::lock::ObjectLock::is_lock(&m.location))
+        };
         self.count(1, 0);
         let first = self
             .runtime
-            .block_on(async { store.list(Some(&prefix)).try_next().await })
+            .block_on(async {
+                store
+                    .list(Some(&prefix))
+                    .try_filter(not_lock)
+                    .try_next()
+                    .await
+            })
             .map_err(|e| listing("looking for a store already there", e))?;
         if first.is_none() {
             return Ok(());
@@ -517,7 +531,10 @@ impl Bucket {
         let deleted = self
             .runtime
             .block_on(async {
-                let keys = store.list(Some(&prefix)).map_ok(|m| m.location);
+                let keys = store
+                    .list(Some(&prefix))
+                    .try_filter(not_lock)
+                    .map_ok(|m| m.location);
                 let deleted: Vec<Key> = store.delete_stream(Box::pin(keys)).try_collect().await?;
                 Ok::<_, object_store::Error>(deleted.len())
             })
@@ -560,6 +577,9 @@ impl Bucket {
     /// the next rows, and a failure fails the next request. Waits first
     /// while [`ROWS_COMPLETING`] documents are under way.
     pub fn put_after_closed(&self, key: &str, bytes: Vec<u8>, wait: bool) -> Result<(), DestError> {
+        self.lock
+            .get()
+            .map_or(Ok(()), crate::lock::ObjectLock::check)?;
         let mut rows = self.lock_rows();
         self.settle(&mut rows, ROWS_COMPLETING - 1)?;
         let closing = std::mem::take(&mut rows.closing);

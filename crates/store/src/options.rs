@@ -1,7 +1,11 @@
 //! Where and how a Zarr array is written: the options every sink of the
 //! store takes.
 
+use std::fmt;
 use std::path::PathBuf;
+use std::str::FromStr;
+
+use retile_plan::StreamError;
 
 use crate::codec::Codec;
 use crate::object::S3Options;
@@ -53,4 +57,53 @@ pub struct ZarrOptions {
     pub overwrite: bool,
     /// How an `s3://` path is reached (ignored for a local directory).
     pub s3: S3Options,
+    /// When a local store's files are synced to the disk (objects in S3
+    /// are stored once their upload completes).
+    pub sync: SyncPolicy,
+}
+
+/// When a local store's data reaches the disk, and so which claims survive
+/// a power loss.
+///
+/// ```
+/// use retile_store::SyncPolicy;
+/// assert_eq!("rows".parse::<SyncPolicy>()?, SyncPolicy::Rows);
+/// assert_eq!(SyncPolicy::default().to_string(), "end");
+/// assert!("always".parse::<SyncPolicy>().is_err());
+/// # Ok::<(), retile_plan::StreamError>(())
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum SyncPolicy {
+    /// Once, when the stream finishes: every file and directory synced
+    /// before the last claim, so that a finished store survives a power
+    /// loss whole; the claims made while it runs may then be ahead of the
+    /// data that reached the disk.
+    #[default]
+    End,
+    /// Every row of files, and its directories, synced before the row is
+    /// claimed, and each claim synced too: every claim survives a power
+    /// loss, at the cost of a sync per file (`BENCHMARKS.md`).
+    Rows,
+}
+
+impl fmt::Display for SyncPolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            SyncPolicy::End => "end",
+            SyncPolicy::Rows => "rows",
+        })
+    }
+}
+
+impl FromStr for SyncPolicy {
+    type Err = StreamError;
+    fn from_str(text: &str) -> Result<SyncPolicy, StreamError> {
+        match text {
+            "end" => Ok(SyncPolicy::End),
+            "rows" => Ok(SyncPolicy::Rows),
+            _ => Err(StreamError::Invalid(format!(
+                "unknown sync policy '{text}'; use end (sync once when the stream finishes) or rows (sync every row before it is claimed)"
+            ))),
+        }
+    }
 }

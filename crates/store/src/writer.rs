@@ -15,6 +15,7 @@ use std::time::Instant;
 
 use retile_plan::{SharedEpoch, StreamError, StreamPlan};
 
+use crate::chain::{Claim, Claiming};
 use crate::codec::Encoder;
 use crate::dest::{Dest, Open};
 use crate::error::DestError;
@@ -23,10 +24,6 @@ use crate::shard::{index_bytes, Member, ShardGrid, MISSING};
 /// Tile bytes one task encodes and writes, at least one tile: tasks of
 /// small tiles are grouped so that scheduling stays cheap.
 const TASK_BYTES: u64 = 1 << 20;
-
-/// Claims the array's planes: called in row order, with the planes every
-/// row so far holds (`durable`: synced to the disk before it returns).
-pub(crate) type Claim = Box<dyn FnMut(u64, bool) -> Result<(), StreamError> + Send>;
 
 /// How the epoch writer is set up.
 pub(crate) struct WriterSetup {
@@ -40,6 +37,8 @@ pub(crate) struct WriterSetup {
     pub parts_in_flight: usize,
     /// Bytes of a whole file without compression, its index included.
     pub file_bytes: u64,
+    /// Every row's files and directories synced before it is claimed.
+    pub sync_rows: bool,
     pub claim: Claim,
 }
 
@@ -67,6 +66,7 @@ struct Shared {
     /// as its uploads complete, so that a bounded number of rows complete
     /// at once (see `ROWS_COMPLETING`).
     one_epoch_at_a_time: bool,
+    sync_rows: bool,
     rows: Mutex<HashMap<u64, Arc<Row>>>,
     claims: Mutex<Claims>,
     /// The first failure: the row it hit, and what it was.
@@ -205,6 +205,7 @@ impl EpochWriter {
             fill_pattern: setup.fill.repeat(64 / esize),
             per_task: (TASK_BYTES / tile_bytes.max(1)).max(1) as usize,
             one_epoch_at_a_time: setup.dest.is_object_store(),
+            sync_rows: setup.sync_rows,
             encoder: setup.encoder,
             grid: setup.grid,
             dest: setup.dest,
@@ -274,7 +275,9 @@ impl EpochWriter {
     }
 
     /// Waits for every task, closes the files of rows still open (the last
-    /// rows of an unbounded stream), and claims `planes` planes durably.
+    /// rows of an unbounded stream), syncs every file and directory to the
+    /// disk, and then claims `planes` planes durably: the last claim never
+    /// names data that a power loss could take.
     pub fn finish(&self, planes: u64) -> Result<(), StreamError> {
         let shared = &self.shared;
         shared.in_flight.wait_idle();
@@ -284,13 +287,20 @@ impl EpochWriter {
         for (index, row) in open {
             for file in 0..row.files.len() {
                 if shared.close_file(&row, index, file)? {
-                    shared.row_closed(index, row.planes_end.load(Ordering::Relaxed))?;
+                    shared.row_whole(index, &row)?;
                 }
             }
         }
         shared.check()?;
+        shared.dest.sync_all().map_err(|e| {
+            crate::error::store_error(
+                shared.dest.name(),
+                "syncing the store's files to the disk before its last claim",
+                e,
+            )
+        })?;
         let mut claims = lock(&shared.claims);
-        (claims.claim)(planes, true)
+        (claims.claim)(planes, Claiming::Last)
     }
 }
 
@@ -484,9 +494,30 @@ impl Shared {
         }
         if self.close_file(row, index, file)? {
             lock(&self.rows).remove(&index);
-            self.row_closed(index, row.planes_end.load(Ordering::Relaxed))?;
+            self.row_whole(index, row)?;
         }
         Ok(())
+    }
+
+    /// Every file of row `index` is closed: with `sync_rows` its
+    /// directories are synced (its files were, as they closed); then the
+    /// row is claimed in its turn.
+    fn row_whole(&self, index: u64, row: &Row) -> Result<(), StreamError> {
+        if self.sync_rows {
+            let keys: Vec<String> = (0..row.files.len())
+                .map(|f| self.grid.key(index, f))
+                .collect();
+            self.dest
+                .sync_directories(keys.iter().map(String::as_str))
+                .map_err(|e| {
+                    crate::error::store_error(
+                        self.dest.name(),
+                        &format!("syncing the directories of row {index} to the disk"),
+                        e,
+                    )
+                })?;
+        }
+        self.row_closed(index, row.planes_end.load(Ordering::Relaxed))
     }
 
     /// Closes `file` of `row` (once): a shard gets its index; a chunk file
@@ -506,9 +537,9 @@ impl Shared {
                     .map_err(&io)?
                     .write(&bytes)
                     .map_err(|e| io(e.into()))?;
-                Some(out.close().map_err(&io)?)
+                Some(out.close(self.sync_rows).map_err(&io)?)
             }
-            false if out.len() > 0 => Some(out.close().map_err(&io)?),
+            false if out.len() > 0 => Some(out.close(self.sync_rows).map_err(&io)?),
             false => None,
         };
         if let Some(len) = stored {
@@ -539,7 +570,7 @@ impl Shared {
         }
         // rows close only above a failed one, so what is claimed is whole
         match through {
-            Some(planes) => (claims.claim)(planes, false),
+            Some(planes) => (claims.claim)(planes, Claiming::Row),
             None => Ok(()),
         }
     }

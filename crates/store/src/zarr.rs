@@ -13,13 +13,15 @@ use zarrs::storage::store::MemoryStore;
 
 use retile_plan::{Epoch, SharedEpoch, Sink, SinkStats, StreamDType, StreamError, StreamPlan};
 
+use crate::chain::{ChainLink, Claim, Claiming};
 use crate::codec::{Codec, Encoder};
 use crate::dest::{is_object_store, Dest};
 use crate::error::store_error;
 use crate::object::{IN_FLIGHT_PARTS, PART_BYTES};
-use crate::options::{ZarrOptions, MAX_WRITERS};
+use crate::options::{SyncPolicy, ZarrOptions, MAX_WRITERS};
+use crate::root::StoreRoot;
 use crate::shard::{index_len, ShardGrid};
-use crate::writer::{writer_pool, Claim, EpochWriter, WriterSetup};
+use crate::writer::{writer_pool, EpochWriter, WriterSetup};
 
 /// Writes epochs as Zarr v3 chunks or shards; the array's shape grows as
 /// rows of files are completed, so the metadata never claims data that is
@@ -27,6 +29,12 @@ use crate::writer::{writer_pool, Claim, EpochWriter, WriterSetup};
 pub struct ZarrSink {
     options: ZarrOptions,
     store: Option<Store>,
+    /// The store the array is in, when it was made ready before the sink
+    /// (the root of an image, or of an array opened ahead), and the
+    /// array's key in it.
+    within: Option<(StoreRoot, String)>,
+    /// The pyramid's chain of claims, for a level.
+    chain: Option<ChainLink>,
 }
 
 /// An open store: the writer of its epochs and its writer threads.
@@ -50,6 +58,33 @@ impl ZarrSink {
         ZarrSink {
             options,
             store: None,
+            within: None,
+            chain: None,
+        }
+    }
+
+    /// A sink writing the array at `key` in `root` (made by
+    /// [`StoreRoot::array`]).
+    pub(crate) fn within(root: StoreRoot, key: &str, options: ZarrOptions) -> ZarrSink {
+        ZarrSink {
+            within: Some((root, key.to_owned())),
+            ..ZarrSink::new(options)
+        }
+    }
+
+    /// This sink as a level of a pyramid: its claims go through `link`, so
+    /// that it never claims planes its parent level has not.
+    ///
+    /// ```
+    /// use retile_store::{ClaimChain, ZarrOptions, ZarrSink};
+    /// let chain = ClaimChain::new(2, false);
+    /// let sink = ZarrSink::new(ZarrOptions { path: "level.zarr".into(), ..Default::default() })
+    ///     .chained(chain.level(1));
+    /// ```
+    pub fn chained(self, link: ChainLink) -> ZarrSink {
+        ZarrSink {
+            chain: Some(link),
+            ..self
         }
     }
 
@@ -167,15 +202,20 @@ fn claim(
         .map_err(|e| store_error(root, "writing the array metadata zarr.json", e))
 }
 
-impl Sink for ZarrSink {
-    fn begin(&mut self, plan: &StreamPlan, fill: &[u8]) -> Result<(), StreamError> {
-        let (grid, writer_count) = self.check(plan)?;
+impl ZarrSink {
+    /// Opens the array in `dest` and starts its writer: [`Sink::begin`]'s
+    /// work once the store is ready.
+    fn start(
+        &mut self,
+        plan: &StreamPlan,
+        fill: &[u8],
+        dest: Dest,
+        (grid, writer_count): (ShardGrid, usize),
+    ) -> Result<(), StreamError> {
         let encoder = Encoder::new(self.options.codec, plan.spec().dtype().size())?;
         let mut array = self.build_array(plan, fill, &grid, &encoder)?;
-        let path = self.options.path.clone();
         let pool = writer_pool(writer_count)
-            .map_err(|e| store_error(&path, "starting the writer threads", e))?;
-        let dest = Dest::prepare(&path, &self.options)?;
+            .map_err(|e| store_error(&self.options.path, "starting the writer threads", e))?;
         let open_objects = match grid.sharded() {
             true => grid.files_per_row(),
             false => writer_count,
@@ -190,10 +230,21 @@ impl Sink for ZarrSink {
         };
         // the store's parts in flight shared by the row's open objects
         let parts_in_flight = (IN_FLIGHT_PARTS / open_objects.max(1)).clamp(1, 8);
-        claim(&mut array, &dest, 0, false)?;
+        let sync_rows = self.options.sync == SyncPolicy::Rows;
+        claim(&mut array, &dest, 0, sync_rows)?;
         let metadata = dest.clone();
-        let claim: Claim =
-            Box::new(move |planes, durable| claim(&mut array, &metadata, planes, durable));
+        let own: Claim = Box::new(move |planes, claiming| {
+            let durable = sync_rows || claiming == Claiming::Last;
+            claim(&mut array, &metadata, planes, durable)
+        });
+        let claim: Claim = match &self.chain {
+            Some(link) => {
+                link.attach(own);
+                let link = link.clone();
+                Box::new(move |planes, claiming| link.claim(planes, claiming))
+            }
+            None => own,
+        };
         let writer = EpochWriter::new(WriterSetup {
             encoder,
             grid,
@@ -203,6 +254,7 @@ impl Sink for ZarrSink {
             pool,
             parts_in_flight,
             file_bytes,
+            sync_rows,
             claim,
         });
         self.store = Some(Store {
@@ -210,6 +262,27 @@ impl Sink for ZarrSink {
             writer_count,
         });
         Ok(())
+    }
+}
+
+impl Sink for ZarrSink {
+    /// Makes the store ready (locked for this stream), unless it was made
+    /// ready before the sink, and opens the array; a failure removes what
+    /// was made.
+    fn begin(&mut self, plan: &StreamPlan, fill: &[u8]) -> Result<(), StreamError> {
+        let checked = self.check(plan)?;
+        let (root, key, own_root) = match &self.within {
+            Some((root, key)) => (root.clone(), key.clone(), false),
+            None => (StoreRoot::open(&self.options)?, String::new(), true),
+        };
+        let started = root
+            .dest_for(&key, &self.options)
+            .and_then(|dest| self.start(plan, fill, dest, checked));
+        if started.is_err() && own_root {
+            root.abandon();
+        }
+        self.within.get_or_insert((root, key));
+        started
     }
 
     /// Writes a copy of `epoch`'s tiles (a stream hands its epochs to

@@ -43,8 +43,8 @@ pub use retile_plan::{
 };
 pub use retile_pyramid::{AnyStream, Backend, MultiscaleStream, PyramidOptions, MAX_LEVELS};
 pub use retile_store::{
-    BloscKind, Codec, Group, S3Options, S3Traffic, Shuffle, ZarrOptions, ZarrSink, IN_FLIGHT_PARTS,
-    MAX_WRITERS, PART_BYTES, ROWS_COMPLETING,
+    BloscKind, ClaimChain, Codec, Group, S3Options, S3Traffic, Shuffle, StoreRoot, SyncPolicy,
+    ZarrOptions, ZarrSink, IN_FLIGHT_PARTS, MAX_WRITERS, PART_BYTES, ROWS_COMPLETING,
 };
 pub use retile_tiler::{TileStream, MAX_THREADS};
 

@@ -468,6 +468,81 @@ fn an_existing_store_is_refused_and_replaced_whole_with_overwrite() {
     assert!(err.contains("not a Zarr store"), "{err}");
 }
 
+/// A stream of 16x16 u16 planes into `options`, begun (the store is
+/// locked) and not finished.
+fn begun(options: ZarrOptions) -> Result<TileStream, StreamError> {
+    let spec = StreamSpec::new(DType::U16, vec![0, 16, 16], vec![2, 8, 8])?;
+    TileStream::new(
+        spec,
+        &0u16.to_le_bytes(),
+        2,
+        Box::new(ZarrSink::new(options)),
+    )
+}
+
+#[test]
+fn one_stream_owns_a_store_and_others_are_refused_naming_it() {
+    let Some(moto) = moto(false) else { return };
+    let url = format!("s3://{BUCKET}/owned");
+    let client = moto.client();
+    let mut first = begun(options(&url, s3(&moto.endpoint()))).unwrap();
+    first.append(&to_bytes(&values(4 * 256))).unwrap();
+    let owner = format!("process {}", std::process::id());
+    for overwrite in [false, true] {
+        let opts = ZarrOptions {
+            overwrite,
+            ..options(&url, s3(&moto.endpoint()))
+        };
+        let err = begun(opts)
+            .err()
+            .expect("a second writer was let in")
+            .to_string();
+        assert!(
+            err.contains("is being written by another stream") && err.contains(&owner),
+            "{err}"
+        );
+    }
+    first.finish().unwrap();
+    drop(first);
+    // the lock is gone with its stream, and the first store is whole
+    let keys: Vec<String> = objects(&client, "owned").into_iter().map(|o| o.0).collect();
+    assert!(
+        !keys.iter().any(|k| k.ends_with(".retile.lock")),
+        "{keys:?}"
+    );
+    let (shape, read) = read_back(&client, "owned");
+    assert_eq!(shape, vec![4, 16, 16]);
+    assert_same(&read, &values(4 * 256), "the owner's store");
+    // a live lock of another host is refused; a stale one is taken over
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    for (refreshed, live) in [(now, true), (now - 3600, false)] {
+        let text = format!(
+            "pid 4242\nhost elsewhere\nstarted 2026-01-01T00:00:00Z\nrefreshed {refreshed}\n"
+        );
+        block_on(client.put(&Key::from("held/.retile.lock"), text.into_bytes().into())).unwrap();
+        let opened = begun(options(
+            &format!("s3://{BUCKET}/held"),
+            s3(&moto.endpoint()),
+        ));
+        match live {
+            true => {
+                let err = opened.err().expect("a live lock was ignored").to_string();
+                assert!(err.contains("process 4242 on host elsewhere"), "{err}");
+            }
+            false => {
+                let mut s = opened.unwrap();
+                s.append(&to_bytes(&values(2 * 256))).unwrap();
+                s.finish().unwrap();
+            }
+        }
+    }
+    let (shape, _) = read_back(&client, "held");
+    assert_eq!(shape, vec![2, 16, 16]);
+}
+
 #[test]
 fn a_pyramid_goes_up_as_an_ome_zarr_image() {
     let Some(moto) = moto(false) else { return };

@@ -54,6 +54,7 @@ class Stream:
         allow_http: bool = False,
         retry_seconds: float = 120.0,
         s3_config: Optional[Dict[str, str]] = None,
+        sync: str = "end",
     ) -> None: ...
     def append(self, data: Any) -> int:
         """Appends a C-contiguous buffer (no copy, GIL released); returns the bytes taken.

@@ -1,0 +1,105 @@
+//! The root of what one stream writes: an array, or an OME-Zarr image's
+//! group with one array per level under it. It is made ready once (new, or
+//! emptied where the options allow), locked against every other stream for
+//! as long as anything of it is written, and what a failed start made is
+//! removed again, so that the start can be retried as it was.
+
+use std::path::{Path, PathBuf};
+
+use retile_plan::StreamError;
+
+use crate::chain::ChainLink;
+use crate::dest::Dest;
+use crate::options::ZarrOptions;
+use crate::zarr::ZarrSink;
+
+/// The root of a stream's store, locked while a clone of it (or of an
+/// array sink made in it) lives.
+///
+/// ```
+/// use retile_store::{StoreRoot, ZarrOptions};
+/// let dir = std::env::temp_dir().join(format!("retile-root-doc-{}", std::process::id()));
+/// let options = ZarrOptions { path: dir.clone(), overwrite: true, ..Default::default() };
+/// let root = StoreRoot::open(&options)?;
+/// // a second stream is refused while the first holds the store
+/// let refused = StoreRoot::open(&options).err().unwrap().to_string();
+/// assert!(refused.contains("is being written by another stream"), "{refused}");
+/// drop(root);
+/// assert!(StoreRoot::open(&options).is_ok());
+/// # std::fs::remove_dir_all(&dir).ok();
+/// # Ok::<(), retile_plan::StreamError>(())
+/// ```
+#[derive(Clone)]
+pub struct StoreRoot {
+    dest: Dest,
+}
+
+impl StoreRoot {
+    /// Makes ready and locks the store at `options.path` (a local
+    /// directory or `s3://BUCKET/PREFIX`): new, or emptied where
+    /// `options.overwrite` allows (a Zarr store and retile's leftovers
+    /// only); refused while another stream writes there.
+    pub fn open(options: &ZarrOptions) -> Result<StoreRoot, StreamError> {
+        Ok(StoreRoot {
+            dest: Dest::prepare(&options.path, options)?,
+        })
+    }
+
+    /// Where the store is.
+    pub fn path(&self) -> &Path {
+        self.dest.name()
+    }
+
+    /// A sink writing the array at `key` under the root (`""`: the root
+    /// itself), with `options`' codec, shards and the rest (its path and
+    /// `overwrite` are the root's).
+    pub fn array(&self, key: &str, options: ZarrOptions) -> ZarrSink {
+        let path = match key {
+            "" => self.path().to_owned(),
+            key => self.path().join(key),
+        };
+        ZarrSink::within(
+            self.clone(),
+            key,
+            ZarrOptions {
+                path,
+                overwrite: false,
+                ..options
+            },
+        )
+    }
+
+    /// [`StoreRoot::array`] as level `link.index()` of a pyramid, whose
+    /// claims never go beyond its parent level's.
+    pub fn level(&self, key: &str, options: ZarrOptions, link: ChainLink) -> ZarrSink {
+        self.array(key, options).chained(link)
+    }
+
+    /// The destination of the array at `key` (made ready: new and empty).
+    pub(crate) fn dest_for(&self, key: &str, options: &ZarrOptions) -> Result<Dest, StreamError> {
+        match key {
+            "" => Ok(self.dest.clone()),
+            key => self.dest.within(key, options),
+        }
+    }
+
+    /// The root's own destination (a group's metadata is written there).
+    pub(crate) fn dest(&self) -> &Dest {
+        &self.dest
+    }
+
+    /// Removes what a start that failed made (every file of the store; its
+    /// directory, if the start made it, once the last clone is dropped), so
+    /// that the same start can be tried again.
+    pub fn abandon(&self) {
+        self.dest.abandon();
+    }
+}
+
+impl std::fmt::Debug for StoreRoot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("StoreRoot")
+            .field(&PathBuf::from(self.path()))
+            .finish()
+    }
+}
