@@ -96,11 +96,11 @@ def case(seed):
     shape = [int(rng.integers(1, 10)) for _ in range(rank)]
     tile = [int(rng.integers(1, 5)) for _ in range(rank)]
     halved = [bool(rng.integers(0, 2)) for _ in range(rank)]
-    # NGFF needs 2 or 3 space axes: the last two dimensions are space; halve at least one
-    halved[-1] = halved[-1] or not any(halved)
     # five axes are t, c, z, y, x: a channel axis is never halved (channels would mix)
     if rank == 5:
         halved[1] = False
+    # NGFF needs 2 or 3 space axes: the last two dimensions are space; halve at least one
+    halved[-1] = halved[-1] or not any(halved)
     return dict(
         rng=rng, shape=shape, tile=tile, halved=halved,
         dtype=DTYPES[seed % len(DTYPES)], method=METHODS[(seed // len(DTYPES)) % len(METHODS)],
