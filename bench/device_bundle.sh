@@ -21,7 +21,8 @@ target=${CARGO_TARGET_DIR:-target}
 bundle=.bundle
 limit=$((64 * 1024 * 1024))
 # the peers, pinned to the versions the scripts were tested with
-peers=(zarr==3.4.2 numcodecs==0.17.1 acquire-zarr==0.10.0 matplotlib==3.11.2)
+# PEERS overrides the list (e.g. without matplotlib, to leave room for another binary)
+read -r -a peers <<<"${PEERS:-zarr==3.4.2 numcodecs==0.17.1 acquire-zarr==0.10.0 matplotlib==3.11.2}"
 
 # .bundle/ is never committed: the git directory's exclude list (shared by worktrees) ignores it
 if ! git check-ignore -q "$bundle/"; then
