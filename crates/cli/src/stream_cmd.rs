@@ -33,6 +33,35 @@ pub struct ShapeArgs {
     /// yet; u16 stores the same bits as a type every reader opens).
     #[arg(long, default_value = "u16")]
     dtype: String,
+    /// Memory for tile buffers, e.g. 2G or 1500M: as many epoch buffers
+    /// as fit, at least two (the default: two epochs).
+    #[arg(long, value_parser = parse_bytes)]
+    memory: Option<u64>,
+}
+
+/// Bytes, with an optional K, M, G or T suffix (powers of 1024; KiB and
+/// the like mean the same).
+fn parse_bytes(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let digits = t.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    let shift = match t[digits.len()..].to_ascii_uppercase().as_str() {
+        "" | "B" => 0,
+        "K" | "KB" | "KIB" => 10,
+        "M" | "MB" | "MIB" => 20,
+        "G" | "GB" | "GIB" => 30,
+        "T" | "TB" | "TIB" => 40,
+        other => {
+            return Err(format!(
+                "'{other}' is not a size suffix (write e.g. 1500M or 2G)"
+            ))
+        }
+    };
+    let n: u64 = digits
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{t}' is not a size (write e.g. 1500M or 2G)"))?;
+    n.checked_mul(1 << shift)
+        .ok_or_else(|| format!("{t} is more bytes than 64 bits hold"))
 }
 
 /// Arguments of `retile plan stream`.
@@ -117,6 +146,7 @@ mod heading {
 /// Arguments of `retile stream`.
 #[derive(Args)]
 #[command(mut_arg("tile", |tile| tile.help_heading(heading::CHUNKS)))]
+#[command(mut_arg("memory", |memory| memory.help_heading(heading::PERFORMANCE)))]
 pub struct StreamArgs {
     #[command(flatten, next_help_heading = heading::INPUT)]
     shape: ShapeArgs,
@@ -186,8 +216,9 @@ pub struct StreamArgs {
     /// (direct I/O is used wherever the output's file system takes it).
     #[arg(long, help_heading = heading::PERFORMANCE)]
     buffered_io: bool,
-    /// Files encoded and written at once (1 to 256; default 16 without
-    /// compression, two per core, 4 to 16, with it).
+    /// Writer threads: tiles encoded and written at once (1 to 256;
+    /// default one per core with compression, one per core but at least 16
+    /// without).
     #[arg(long, help_heading = heading::PERFORMANCE)]
     writers: Option<usize>,
     /// Threads for tiling (0 = all cores).
@@ -216,11 +247,14 @@ fn parse_list(text: &str) -> Result<Dims, String> {
 impl ShapeArgs {
     fn spec(&self) -> Result<StreamSpec, CliError> {
         let dtype: DType = self.dtype.parse()?;
-        Ok(StreamSpec::new(
-            dtype,
-            self.shape.0.clone(),
-            self.tile.0.clone(),
-        )?)
+        let spec = StreamSpec::new(dtype, self.shape.0.clone(), self.tile.0.clone())?;
+        Ok(match self.memory {
+            Some(memory) => {
+                let buffers = StreamPlan::new(&spec)?.epoch_buffers_within(memory)?;
+                spec.with_epoch_buffers(buffers)?
+            }
+            None => spec,
+        })
     }
 }
 
