@@ -17,6 +17,7 @@ pub mod copy;
 pub mod device;
 mod eval;
 pub mod register;
+pub mod swizzle;
 mod syntax;
 mod value;
 
