@@ -21,6 +21,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod banks;
 #[cfg(feature = "cuda")]
 pub mod gpu;
 mod permute;
@@ -29,6 +30,10 @@ mod vector;
 
 use thiserror::Error;
 
+pub use banks::{
+    AccessPattern, BankAnalysis, BankReport, Banks, Instruction, InstructionConflicts, LaneAccess,
+    PlanBanks, Suggestion, MAX_ACCESSES, MAX_SEARCH_BITS,
+};
 pub use permute::{permute_reference, Permute};
 pub use transpose::{Access, Transpose, TransposePlan, TransposeRequest};
 pub use vector::vector_width;

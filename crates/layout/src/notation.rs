@@ -163,8 +163,11 @@ impl<'a> Cursor<'a> {
     }
 
     /// `Sw<B,M,S> o L` or `Sw<B,M,S> o N o L` (`N` an integer, or C++'s
-    /// static `_N`).
+    /// static `_N`), or a plain layout `L` (no swizzle).
     fn composed(&mut self) -> Result<ComposedLayout> {
+        if self.peek() != Some(b'S') {
+            return Ok(ComposedLayout::from(self.layout()?));
+        }
         let swizzle = self.swizzle()?;
         if !self.eat(b'o') {
             return Err(self.found("'o' (composition) after the swizzle"));
@@ -293,6 +296,7 @@ impl FromStr for ComposedLayout {
     /// assert_eq!("Sw<1,0,1> o 4 o 4:1".parse::<ComposedLayout>().unwrap().offset(), 4);
     /// assert_eq!("Sw<1,0,1> o 4".parse::<ComposedLayout>().unwrap().to_string(), "Sw<1,0,1> o 4:1");
     /// assert!("Sw<1,0,1> (4,4)".parse::<ComposedLayout>().is_err());
+    /// assert!("(4,4):(4,1)".parse::<ComposedLayout>().unwrap().is_plain());
     /// ```
     fn from_str(text: &str) -> Result<Self> {
         parse_all(text, Cursor::composed)

@@ -410,10 +410,60 @@ impl ComposedLayout {
     }
 }
 
+/// A plain layout as a swizzled one: `Sw<0,0,0> o L`, which prints as `L`.
+///
+/// ```
+/// use retile_layout::{ComposedLayout, Layout};
+/// let l: Layout = "(4,2):(2,1)".parse().unwrap();
+/// let c = ComposedLayout::from(l.clone());
+/// assert!(c.is_plain());
+/// assert_eq!(c.to_string(), "(4,2):(2,1)");
+/// assert_eq!(c.table(8).unwrap(), l.table(8).unwrap());
+/// ```
+impl From<Layout> for ComposedLayout {
+    fn from(layout: Layout) -> Self {
+        ComposedLayout::new(NO_SWIZZLE, 0, layout)
+    }
+}
+
+/// `Sw<0,0,0>`: no swizzle at all.
+const NO_SWIZZLE: Swizzle = Swizzle {
+    bits: 0,
+    base: 0,
+    shift: 0,
+};
+
+/// `Sw<0,0,0>`, the swizzle of a plain layout.
+///
+/// ```
+/// assert_eq!(retile_layout::Swizzle::default().to_string(), "Sw<0,0,0>");
+/// ```
+impl Default for Swizzle {
+    fn default() -> Self {
+        NO_SWIZZLE
+    }
+}
+
+impl ComposedLayout {
+    /// Whether this is a plain layout: `Sw<0,0,0>` and no offset (see
+    /// [`From<Layout>`](#impl-From<Layout>-for-ComposedLayout)).
+    ///
+    /// ```
+    /// let c: retile_layout::ComposedLayout = "Sw<0,0,0> o 4:1".parse().unwrap();
+    /// assert!(c.is_plain() && c.to_string() == "4:1");
+    /// ```
+    pub fn is_plain(&self) -> bool {
+        self.swizzle == NO_SWIZZLE && self.offset == 0
+    }
+}
+
 impl fmt::Display for ComposedLayout {
-    /// `Sw<B,M,S> o L`, or `Sw<B,M,S> o offset o L` for a non-zero offset.
+    /// `Sw<B,M,S> o L`, or `Sw<B,M,S> o offset o L` for a non-zero offset;
+    /// a plain layout (`Sw<0,0,0>`, no offset) as `L`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.offset == 0 {
+        if self.is_plain() {
+            write!(f, "{}", self.layout)
+        } else if self.offset == 0 {
             write!(f, "{} o {}", self.swizzle, self.layout)
         } else {
             write!(f, "{} o {} o {}", self.swizzle, self.offset, self.layout)

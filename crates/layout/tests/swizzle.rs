@@ -173,15 +173,18 @@ fn text_that_is_not_a_swizzled_layout_is_an_error_with_a_column() {
     for text in [
         "Sw<3,4,3>",
         "Sw<3,4,3> (8,8)",
+        "8:1 o Sw<3,4,3>",
         "Sw<3,4> o 8:1",
         "Sw<3,4,3,1> o 8:1",
         "Sw<3,4,2> o 8:1",
         "Sw<3,4,3> o 8 o",
         "Sw<3,4,3> o o 8:1",
         "sw<3,4,3> o 8:1",
+        "S",
         "Sw<3,4,3> o 8:1 o 4:1",
         "Sw<99999999999999999999,4,3> o 8:1",
         "",
+        "(8,8):(1)",
     ] {
         let err = text.parse::<ComposedLayout>().unwrap_err();
         assert!(matches!(err, LayoutError::Parse { .. }), "{text}: {err}");
