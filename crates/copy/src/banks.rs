@@ -75,6 +75,31 @@ impl Banks {
         Ok(Banks { banks, bank_bytes })
     }
 
+    /// The bank of the element at offset `offset`, of `element_bits` bits
+    /// (its first bank, if it spans several).
+    ///
+    /// ```
+    /// let b = retile_copy::Banks::default();
+    /// assert_eq!((b.bank_of_element(3, 16), b.bank_of_element(3, 64)), (1, 6));
+    /// ```
+    pub fn bank_of_element(&self, offset: i64, element_bits: i64) -> i64 {
+        offset
+            .saturating_mul(element_bits)
+            .div_euclid(self.bank_bytes * 8)
+            .rem_euclid(self.banks)
+    }
+
+    /// Lanes served together in one phase when each moves `lane_bits` bits:
+    /// as many as fill every bank once (at least one).
+    ///
+    /// ```
+    /// let b = retile_copy::Banks::default();
+    /// assert_eq!((b.lanes_per_phase(32), b.lanes_per_phase(64), b.lanes_per_phase(128)), (32, 16, 8));
+    /// ```
+    pub fn lanes_per_phase(&self, lane_bits: i64) -> usize {
+        (self.banks.saturating_mul(self.bank_bytes * 8) / lane_bits.max(1)).max(1) as usize
+    }
+
     /// The bank of byte `address` (any integer, negative ones counted from the top).
     ///
     /// ```
@@ -120,6 +145,29 @@ impl Instruction {
     /// Lanes that access something.
     pub fn active(&self) -> usize {
         self.lanes.iter().flatten().count()
+    }
+
+    /// The widest lane's elements.
+    fn widest(&self) -> i64 {
+        self.lanes
+            .iter()
+            .flatten()
+            .map(|l| l.elements.len() as i64)
+            .max()
+            .unwrap_or(1)
+            .max(1)
+    }
+
+    /// Lanes per phase for elements of `element_bits` bits.
+    ///
+    /// ```
+    /// use retile_copy::{Banks, Instruction, LaneAccess};
+    /// let lane = Some(LaneAccess { elements: vec![0, 1, 2, 3] });
+    /// let i = Instruction { warp: 0, step: 0, lanes: vec![lane; 32] };
+    /// assert_eq!(i.lanes_per_phase(32, Banks::default()), 8);
+    /// ```
+    pub fn lanes_per_phase(&self, element_bits: i64, banks: Banks) -> usize {
+        banks.lanes_per_phase(self.widest().saturating_mul(element_bits))
     }
 }
 
@@ -197,7 +245,10 @@ impl AccessPattern {
         Ok(AccessPattern {
             instructions,
             warp,
-            source: format!("thread-value layout {tv}, {vector} elements per access"),
+            source: format!(
+                "thread-value layout {tv}, {vector} element{} per access",
+                if vector == 1 { "" } else { "s" }
+            ),
         })
     }
 
@@ -510,16 +561,7 @@ fn cost(
     words: &mut Vec<i64>,
 ) -> Result<InstructionConflicts> {
     let bank_bits = banks.bank_bytes * 8;
-    let widest = instruction
-        .lanes
-        .iter()
-        .flatten()
-        .map(|l| l.elements.len() as i64)
-        .max()
-        .unwrap_or(1)
-        .max(1);
-    let lane_bits = widest.saturating_mul(element_bits);
-    let per_phase = (banks.banks.saturating_mul(bank_bits) / lane_bits).max(1) as usize;
+    let per_phase = instruction.lanes_per_phase(element_bits, banks);
     let mut out = InstructionConflicts {
         warp: instruction.warp,
         step: instruction.step,
@@ -641,6 +683,64 @@ impl BankAnalysis {
     /// The conflicts after the suggestion (the same as before without one).
     pub fn best(&self) -> &BankReport {
         self.suggestion.as_ref().map_or(&self.report, |s| &s.report)
+    }
+}
+
+impl BankAnalysis {
+    /// The analysis in lines: the pattern, the totals, the first `listed`
+    /// instructions, and the suggestion with its totals.
+    ///
+    /// ```
+    /// use retile_copy::{AccessPattern, BankAnalysis, Banks};
+    /// let rows = AccessPattern::from_tv(&"(8,8):(1,8)".parse()?, 1, 32)?;
+    /// let a = BankAnalysis::new("(8,8):(8,1)".parse()?, rows, 32, Banks::default())?;
+    /// let text = a.details(2);
+    /// assert!(text.contains("instruction 1 (warp 0, access 1): 2 wavefronts, ideal 1, 2-way"), "{text}");
+    /// assert!(text.contains("suggested swizzle: Sw<1,2,3>"), "{text}");
+    /// # Ok::<(), retile_copy::CopyError>(())
+    /// ```
+    pub fn details(&self, listed: usize) -> String {
+        let mut out = format!(
+            "shared memory {}; {}\n{} banks of {} bytes, {}-bit elements, warps of {} lanes\n",
+            self.memory,
+            self.pattern.source,
+            self.banks.banks,
+            self.banks.bank_bytes,
+            self.element_bits,
+            self.pattern.warp
+        );
+        let list = |out: &mut String, report: &BankReport| {
+            out.push_str(&format!("  {report}\n"));
+            for (k, c) in report.instructions.iter().take(listed).enumerate() {
+                out.push_str(&format!(
+                    "  instruction {k} (warp {}, access {}): {} wavefronts, ideal {}, {}-way\n",
+                    c.warp, c.step, c.wavefronts, c.ideal, c.degree
+                ));
+            }
+            if report.instructions.len() > listed {
+                out.push_str(&format!(
+                    "  ... {} more instructions\n",
+                    report.instructions.len() - listed
+                ));
+            }
+        };
+        out.push_str("as given:\n");
+        list(&mut out, &self.report);
+        match &self.suggestion {
+            Some(s) => {
+                out.push_str(&format!(
+                    "suggested swizzle: {} (layout {})\n",
+                    s.swizzle, s.memory
+                ));
+                list(&mut out, &s.report);
+            }
+            None if self.report.conflict_free() => {
+                out.push_str("no conflicts: no swizzle needed\n")
+            }
+            None => out
+                .push_str("no swizzle that keeps the tile and its vectors lowers the conflicts\n"),
+        }
+        out
     }
 }
 
