@@ -5,7 +5,7 @@ use retile_layout::Layout;
 use crate::syntax::{BinaryOp, Expr, ExprKind, Link, MethodCall};
 use crate::value::Value;
 use crate::CalcError;
-use crate::{algebra, copy, device, register, swizzle};
+use crate::{algebra, banks, copy, device, register, swizzle};
 
 /// Evaluates an expression tree; errors carry the column of the failing part.
 ///
@@ -205,6 +205,7 @@ fn call(
             .chain(swizzle::FUNCTIONS)
             .chain(device::FUNCTIONS)
             .chain(copy::FUNCTIONS)
+            .chain(banks::FUNCTIONS)
             .any(|f| *f == name);
         return Err(CalcError::new(if function {
             format!("{name} is a function, not a method: write {name}(...)")
@@ -224,12 +225,16 @@ fn call(
     if let Some(result) = copy::call(name, args, kwargs) {
         return result;
     }
+    if let Some(result) = banks::call(name, args, kwargs) {
+        return result;
+    }
     let known: Vec<&str> = algebra::FUNCTIONS
         .iter()
         .chain(swizzle::FUNCTIONS)
         .chain(device::FUNCTIONS)
         .chain(register::FUNCTIONS)
         .chain(copy::FUNCTIONS)
+        .chain(banks::FUNCTIONS)
         .copied()
         .collect();
     Err(CalcError::new(format!(

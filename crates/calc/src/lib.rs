@@ -13,10 +13,12 @@
 
 pub mod algebra;
 mod args;
+pub mod banks;
 pub mod copy;
 pub mod device;
 mod eval;
 pub mod register;
+pub mod show;
 pub mod swizzle;
 mod syntax;
 mod value;

@@ -41,6 +41,8 @@ pub enum Value {
     Swizzle(Swizzle),
     /// A swizzled layout `Sw<B,M,S> o L`.
     Composed(ComposedLayout),
+    /// Bank conflicts of an access pattern, and the swizzle that removes them.
+    Banks(Box<retile_copy::BankAnalysis>),
 }
 
 impl Value {
@@ -60,6 +62,7 @@ impl Value {
             Value::Transpose(_) => "a transpose plan",
             Value::Swizzle(_) => "a swizzle",
             Value::Composed(_) => "a swizzled layout",
+            Value::Banks(_) => "a bank-conflict analysis",
         }
     }
 
@@ -151,6 +154,7 @@ impl fmt::Display for Value {
             Value::Transpose(p) => write!(f, "{p}"),
             Value::Swizzle(s) => write!(f, "{s}"),
             Value::Composed(c) => write!(f, "{c}"),
+            Value::Banks(b) => write!(f, "{b}"),
         }
     }
 }
