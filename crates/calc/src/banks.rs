@@ -8,7 +8,7 @@ use retile_layout::ComposedLayout;
 
 use crate::args::{bind, Bound};
 use crate::value::Value;
-use crate::CalcError;
+use crate::error::CalcError;
 
 /// Names this module answers to.
 pub const FUNCTIONS: &[&str] = &["bank_conflicts", "transpose_banks"];

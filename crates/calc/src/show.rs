@@ -6,7 +6,7 @@ use retile_draw as draw;
 use retile_layout::ComposedLayout;
 
 use crate::value::Value;
-use crate::CalcError;
+use crate::error::CalcError;
 
 /// How a value is drawn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -96,86 +96,105 @@ impl PyramidArgs {
     }
 }
 
+/// The headings `retile stream --help` groups its options under, each
+/// opening with an example.
+mod heading {
+    /// The stream's shape, element type and where its bytes come from.
+    pub const INPUT: &str = "Input (e.g. --shape 0,2048,2048 --dtype u16 --input data.raw)";
+    /// How the array is cut into chunks and shards, and how they are encoded.
+    pub const CHUNKS: &str =
+        "Chunks and codecs (e.g. --tile 64,256,256 --shard 1,4,4 --codec blosc-zstd:1)";
+    /// Where the store goes: a directory, or S3-compatible object storage.
+    pub const STORE: &str =
+        "Store and S3 (e.g. --output out.zarr, or --output s3://bucket/run3.zarr)";
+    /// The OME-Zarr image: pyramid and axes.
+    pub const OME_ZARR: &str =
+        "OME-Zarr (e.g. --pyramid mean --units second,micrometer,micrometer --scale 0.05,0.65,0.65)";
+    /// Threads, writers, I/O and the backend.
+    pub const PERFORMANCE: &str = "Performance (e.g. --writers 32 --threads 8, or --backend cuda)";
+}
+
 /// Arguments of `retile stream`.
 #[derive(Args)]
+#[command(mut_arg("tile", |tile| tile.help_heading(heading::CHUNKS)))]
 pub struct StreamArgs {
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = heading::INPUT)]
     shape: ShapeArgs,
     /// Raw row-major input file, or - for stdin; without it a synthetic
     /// pattern whose values encode their linear index is streamed.
-    #[arg(long)]
+    #[arg(long, help_heading = heading::INPUT)]
     input: Option<String>,
     /// Planes of synthetic input when the shape is unbounded (default 256);
     /// a bounded shape says how many itself.
-    #[arg(long)]
+    #[arg(long, help_heading = heading::INPUT)]
     planes: Option<u64>,
     /// Zarr v3 directory to write, or s3://BUCKET/PREFIX for S3-compatible
     /// object storage (endpoint, region and credentials from AWS_ENDPOINT_URL,
     /// AWS_REGION, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, ...); without it
     /// the tiler is only measured.
-    #[arg(long)]
+    #[arg(long, help_heading = heading::STORE)]
     output: Option<PathBuf>,
     /// Allow a plain http:// object storage endpoint (unencrypted), as
     /// AWS_ALLOW_HTTP=true does.
-    #[arg(long)]
+    #[arg(long, help_heading = heading::STORE)]
     allow_http: bool,
     /// How long a request to object storage that keeps failing (throttled,
     /// server errors, dropped connections) is retried, with backoff, before
     /// the stream fails.
-    #[arg(long, default_value_t = 120.0)]
+    #[arg(long, help_heading = heading::STORE, default_value_t = 120.0)]
     retry_seconds: f64,
     /// Replace the Zarr store at --output if there is one (it is deleted first).
-    #[arg(long)]
+    #[arg(long, help_heading = heading::STORE)]
     overwrite: bool,
     /// Tiles per shard per dimension, slowest first (e.g. 1,4,4); a first
     /// count above 1 makes shards span several epochs.
-    #[arg(long, value_parser = parse_list)]
+    #[arg(long, help_heading = heading::CHUNKS, value_parser = parse_list)]
     shard: Option<Dims>,
     /// Chunk codec: none, zstd[:1-22], gzip[:0-9], blosc-lz4[:0-9],
     /// blosc-lz4hc[:0-9], blosc-zstd[:0-9] or blosc-zlib[:0-9].
-    #[arg(long, default_value = "none")]
+    #[arg(long, help_heading = heading::CHUNKS, default_value = "none")]
     codec: String,
     /// Shuffle of the blosc codecs: none, byte (the default) or bit.
-    #[arg(long)]
+    #[arg(long, help_heading = heading::CHUNKS)]
     shuffle: Option<String>,
     /// Value of padding in edge tiles, in the element type (e.g. 0, -1, 1.5, nan).
-    #[arg(long, default_value = "0", allow_hyphen_values = true)]
+    #[arg(long, help_heading = heading::CHUNKS, default_value = "0", allow_hyphen_values = true)]
     fill: String,
-    /// Write chunks through the page cache instead of with direct I/O
-    /// (direct I/O is used wherever the output's file system takes it).
-    #[arg(long)]
-    buffered_io: bool,
-    /// Files encoded and written at once (1 to 256; default 16 without
-    /// compression, two per core, 4 to 16, with it).
-    #[arg(long)]
-    writers: Option<usize>,
-    /// Dimension names, slowest first (e.g. t,y,x); in an OME-Zarr image,
-    /// the axes' names (default t,y,x and the like).
-    #[arg(long, value_delimiter = ',')]
-    dim_names: Option<Vec<String>>,
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = heading::OME_ZARR)]
     pyramid: PyramidArgs,
     /// Write an OME-Zarr (NGFF 0.5) image even without a pyramid (a
     /// one-level image); --pyramid always writes one.
-    #[arg(long)]
+    #[arg(long, help_heading = heading::OME_ZARR)]
     ngff: bool,
+    /// Dimension names, slowest first (e.g. t,y,x); in an OME-Zarr image,
+    /// the axes' names (default t,y,x and the like).
+    #[arg(long, help_heading = heading::OME_ZARR, value_delimiter = ',')]
+    dim_names: Option<Vec<String>>,
     /// OME-Zarr axis types, slowest first: time, channel or space
     /// (default: by rank, e.g. time,space,space).
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, help_heading = heading::OME_ZARR, value_delimiter = ',')]
     dim_types: Option<Vec<String>>,
     /// OME-Zarr axis units, slowest first; empty for none
     /// (e.g. second,micrometer,micrometer or ,micrometer,micrometer).
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, help_heading = heading::OME_ZARR, value_delimiter = ',')]
     units: Option<Vec<String>>,
     /// Physical size of one element of level 0 along each axis, slowest
     /// first (e.g. 1,0.5,0.5; default 1).
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, help_heading = heading::OME_ZARR, value_delimiter = ',')]
     scale: Option<Vec<f64>>,
+    /// Write chunks through the page cache instead of with direct I/O
+    /// (direct I/O is used wherever the output's file system takes it).
+    #[arg(long, help_heading = heading::PERFORMANCE)]
+    buffered_io: bool,
+    /// Files encoded and written at once (1 to 256; default 16 without
+    /// compression, two per core, 4 to 16, with it).
+    #[arg(long, help_heading = heading::PERFORMANCE)]
+    writers: Option<usize>,
     /// Threads for tiling (0 = all cores).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, help_heading = heading::PERFORMANCE, default_value_t = 0)]
     threads: usize,
     /// Where tiles are cut: cpu, or cuda (a build with `--features cuda` and a GPU).
-    #[arg(long, default_value = "cpu", value_parser = ["cpu", "cuda"])]
+    #[arg(long, help_heading = heading::PERFORMANCE, default_value = "cpu", value_parser = ["cpu", "cuda"])]
     backend: String,
 }
 

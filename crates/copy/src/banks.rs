@@ -29,8 +29,8 @@ use std::fmt;
 
 use retile_layout::{ceil_div, ComposedLayout, IntTuple, Layout, Swizzle};
 
-use crate::transpose::{Access, Transpose};
-use crate::{CopyError, Result};
+use crate::error::{CopyError, Result};
+use crate::transpose::{Access, Transpose, TransposePlan, TransposeRequest};
 
 fn invalid(message: String) -> CopyError {
     CopyError::Invalid(message)
@@ -855,7 +855,7 @@ pub struct PlanBanks {
     pub stores: BankAnalysis,
 }
 
-impl crate::TransposeRequest {
+impl TransposeRequest {
     /// Plans the copy and analyses both sides' bank conflicts (warps of
     /// `warp` lanes); `None` when the in-thread transpose does not apply.
     ///
@@ -868,7 +868,7 @@ impl crate::TransposeRequest {
     /// # Ok::<(), retile_copy::CopyError>(())
     /// ```
     pub fn banks(&self, warp: i64, banks: Banks) -> Result<Option<PlanBanks>> {
-        let crate::TransposePlan::Applies(t) = self.plan()? else {
+        let TransposePlan::Applies(t) = self.plan()? else {
             return Ok(None);
         };
         let analysis = |memory: &Layout, pattern| {

@@ -9,7 +9,7 @@ use crate::layout::leaves;
 use crate::page::{Lines, MARGIN};
 use crate::palette;
 use crate::svg::{Svg, LINE};
-use crate::Result;
+use crate::error::Result;
 
 /// Instructions listed under each panel.
 const LISTED: usize = 8;

@@ -6,7 +6,7 @@ use crate::grid::{elision, Axis, Grid};
 use crate::page::{Lines, MARGIN};
 use crate::palette;
 use crate::svg::Svg;
-use crate::Result;
+use crate::error::Result;
 
 /// The extents of a layout's leaves, innermost first: the blocks its grid
 /// rules off.

@@ -9,7 +9,7 @@ use crate::grid::{elision, Axis, Grid};
 use crate::page::{Lines, MARGIN};
 use crate::palette;
 use crate::svg::Svg;
-use crate::{DrawError, Result, MAX_ITEMS};
+use crate::error::{DrawError, Result, MAX_ITEMS};
 
 /// Who holds an element: the first `(thread, value)` that maps to it, and
 /// how many pairs do.

@@ -1,0 +1,397 @@
+//! The store's files written at the disk's speed by many threads at once:
+//! chunk and shard bytes reach the disk with direct I/O (`O_DIRECT`), through
+//! an aligned staging buffer per writer thread, where the file system takes
+//! it, and straight from where they are through the page cache elsewhere
+//! (tmpfs, `--buffered-io`); metadata is replaced atomically, so a reader (or
+//! a process killed mid-write) never sees a torn `zarr.json`.
+//!
+//! Written by hand rather than through `zarrs`' store: a shard is appended to
+//! by the writer threads as its chunks are encoded, across epochs (no store
+//! API appends), and its chunks are written where they are, without a copy.
+
+use std::cell::RefCell;
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use retile_plan::{EpochBuffer, StreamError};
+
+use crate::error::store_error;
+
+/// The unit of direct I/O: offsets, lengths and addresses are multiples of it.
+pub(crate) const BLOCK: usize = 4096;
+/// Bytes staged per writer thread before they are written.
+pub(crate) const STAGE_BYTES: usize = 4 << 20;
+
+thread_local! {
+    /// Each writer thread's staging buffer, made on its first write.
+    static STAGE: RefCell<Option<EpochBuffer>> = const { RefCell::new(None) };
+}
+
+/// A chunk or shard file being written by several writer threads: each
+/// append is given its place in the file under the file's lock, and the
+/// bytes reach the file at that place.
+///
+/// Through the page cache ([`LocalFile::Buffered`]) a task writes its
+/// bytes straight from where they are (the epoch buffer, or the codec's
+/// output) after releasing the lock, so that the tasks of one shard write
+/// in parallel and nothing is copied on the way. With direct I/O
+/// ([`LocalFile::Direct`]) writes must be whole aligned blocks from aligned
+/// memory, so the bytes go through the thread's aligned staging buffer,
+/// under the lock, and the partial block at the end stays in memory until
+/// the next append or the close.
+pub(crate) enum LocalFile {
+    /// Written through the page cache.
+    Buffered {
+        path: PathBuf,
+        file: Option<Arc<File>>,
+        len: u64,
+    },
+    /// Written with `O_DIRECT`.
+    Direct {
+        path: PathBuf,
+        file: Option<File>,
+        flushed: u64,
+        tail: Vec<u8>,
+    },
+}
+
+/// Where an append's bytes go: written already, or to be written at
+/// `offset` of `file` by the caller once it has released the file's lock.
+pub(crate) enum Placed {
+    /// The bytes are in the file.
+    Written,
+    /// The caller writes the bytes at `offset`.
+    At { file: Arc<File>, offset: u64 },
+}
+
+impl Placed {
+    /// Writes `bytes` where they were placed (nothing if written already).
+    pub fn write(&self, bytes: &[u8]) -> io::Result<()> {
+        match self {
+            Placed::Written => Ok(()),
+            Placed::At { file, offset } => file.write_all_at(bytes, *offset),
+        }
+    }
+}
+
+impl LocalFile {
+    /// A file at `path`, not created until its first append.
+    pub fn new(path: PathBuf, direct: bool) -> LocalFile {
+        match direct {
+            true => LocalFile::Direct {
+                path,
+                file: None,
+                flushed: 0,
+                tail: Vec::new(),
+            },
+            false => LocalFile::Buffered {
+                path,
+                file: None,
+                len: 0,
+            },
+        }
+    }
+
+    /// The length of the file once every placed append is written.
+    pub fn len(&self) -> u64 {
+        match self {
+            LocalFile::Buffered { len, .. } => *len,
+            LocalFile::Direct { flushed, tail, .. } => flushed + tail.len() as u64,
+        }
+    }
+
+    /// Places `bytes` after what the file holds: writes them now (direct
+    /// I/O), or says where the caller writes them.
+    pub fn append(&mut self, bytes: &[u8]) -> io::Result<Placed> {
+        match self {
+            LocalFile::Buffered { path, file, len } => {
+                let file = match file {
+                    Some(file) => file.clone(),
+                    None => file.insert(Arc::new(create(path, false)?)).clone(),
+                };
+                let offset = *len;
+                *len += bytes.len() as u64;
+                Ok(Placed::At { file, offset })
+            }
+            LocalFile::Direct {
+                path,
+                file,
+                flushed,
+                tail,
+            } => {
+                let file = match file {
+                    Some(file) => file,
+                    None => file.insert(create(path, true)?),
+                };
+                append_direct(file, flushed, tail, bytes)?;
+                Ok(Placed::Written)
+            }
+        }
+    }
+
+    /// Ends the file: its last partial block written (direct I/O), its
+    /// length exact, and the file created even when nothing was appended.
+    pub fn close(&mut self) -> io::Result<u64> {
+        let len = self.len();
+        match self {
+            LocalFile::Buffered { path, file, .. } => {
+                if file.is_none() {
+                    create(path, false)?;
+                }
+                *file = None;
+            }
+            LocalFile::Direct {
+                path,
+                file,
+                flushed,
+                tail,
+            } => {
+                let file = match file.take() {
+                    Some(file) => file,
+                    None => create(path, true)?,
+                };
+                if !tail.is_empty() {
+                    let padded = tail.len().next_multiple_of(BLOCK);
+                    with_stage(|stage| {
+                        stage[..tail.len()].copy_from_slice(tail);
+                        stage[tail.len()..padded].fill(0);
+                        file.write_all_at(&stage[..padded], *flushed)
+                    })??;
+                    tail.clear();
+                }
+                file.set_len(len)?;
+            }
+        }
+        Ok(len)
+    }
+}
+
+/// Creates (or truncates) `path` and the directories above it.
+fn create(path: &Path, direct: bool) -> io::Result<File> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut options = OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(target_os = "linux")]
+    if direct {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_DIRECT);
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = direct;
+    options.open(path)
+}
+
+/// Appends `bytes` to a direct-I/O file whose first `flushed` bytes are
+/// written and whose partial last block is `tail`: whole blocks are written
+/// through the thread's staging buffer, the new partial block kept.
+fn append_direct(
+    file: &File,
+    flushed: &mut u64,
+    tail: &mut Vec<u8>,
+    mut bytes: &[u8],
+) -> io::Result<()> {
+    with_stage(|stage| {
+        while !bytes.is_empty() {
+            let kept = tail.len();
+            stage[..kept].copy_from_slice(tail);
+            let n = (STAGE_BYTES - kept).min(bytes.len());
+            stage[kept..kept + n].copy_from_slice(&bytes[..n]);
+            bytes = &bytes[n..];
+            let filled = kept + n;
+            let whole = filled / BLOCK * BLOCK;
+            if whole > 0 {
+                file.write_all_at(&stage[..whole], *flushed)?;
+                *flushed += whole as u64;
+            }
+            tail.clear();
+            tail.extend_from_slice(&stage[whole..filled]);
+        }
+        Ok(())
+    })?
+}
+
+/// This thread's staging buffer, made on its first use.
+fn take_stage() -> io::Result<EpochBuffer> {
+    match STAGE.with(|s| s.borrow_mut().take()) {
+        Some(stage) => Ok(stage),
+        // made under a file's lock: filled here, not on the pool (see new_on_this_thread)
+        None => EpochBuffer::new_on_this_thread(STAGE_BYTES, &[0]).map_err(io::Error::other),
+    }
+}
+
+/// Keeps `stage` as this thread's staging buffer.
+fn give_back_stage(stage: EpochBuffer) {
+    STAGE.with(|s| *s.borrow_mut() = Some(stage));
+}
+
+/// Runs `f` with this thread's staging buffer.
+fn with_stage<R>(f: impl FnOnce(&mut EpochBuffer) -> R) -> io::Result<R> {
+    let mut stage = take_stage()?;
+    let result = f(&mut stage);
+    give_back_stage(stage);
+    Ok(result)
+}
+
+/// Replaces `path` with `bytes` atomically: a new file beside it renamed
+/// over it, so that a reader, or a process killed at any moment, sees the
+/// old file or the new one whole. With `durable`, the new file and the
+/// directory are also synced, to survive a power loss (a sync costs
+/// milliseconds, too much for every epoch).
+pub(crate) fn replace_atomically(path: &Path, bytes: &[u8], durable: bool) -> io::Result<()> {
+    use std::io::Write;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let partial = path.with_file_name(format!(".{name}.partial"));
+    let mut file = File::create(&partial)?;
+    file.write_all(bytes)?;
+    if durable {
+        file.sync_all()?;
+    }
+    std::fs::rename(&partial, path)?;
+    if let (true, Some(dir)) = (durable, path.parent()) {
+        File::open(dir)?.sync_all()?;
+    }
+    Ok(())
+}
+
+/// Whether `dir`'s file system takes direct I/O: a block written to a
+/// probe file opened with `O_DIRECT` (some file systems refuse the flag,
+/// others the write).
+#[cfg(target_os = "linux")]
+pub(crate) fn direct_io_works(dir: &Path) -> bool {
+    let probe = dir.join(".retile-direct-io-probe");
+    let mut file = LocalFile::new(probe.clone(), true);
+    let works = file.append(&[0; BLOCK]).and_then(|_| file.close()).is_ok();
+    let _ = std::fs::remove_file(&probe);
+    works
+}
+
+/// Direct I/O is used on Linux only.
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn direct_io_works(_: &Path) -> bool {
+    false
+}
+
+/// Makes the store's directory: new, or emptied where `overwrite` allows.
+pub(crate) fn prepare_directory(path: &Path, overwrite: bool) -> Result<(), StreamError> {
+    let fail = |doing: &str, e: std::io::Error| store_error(path, doing, e);
+    if path.exists() && !path.is_dir() {
+        return Err(StreamError::Invalid(format!(
+            "{} exists and is not a directory; a Zarr store is a directory",
+            path.display()
+        )));
+    }
+    if path.exists() {
+        let mut entries = std::fs::read_dir(path)
+            .map_err(|e| fail("reading the existing output directory", e))?;
+        if entries.next().is_some() {
+            if !overwrite {
+                return Err(StreamError::Invalid(format!(
+                    "{} already exists and is not empty; choose a new path, or ask to overwrite it (the old store is deleted)",
+                    path.display()
+                )));
+            }
+            if !path.join("zarr.json").is_file() {
+                return Err(StreamError::Invalid(format!(
+                    "{} is not a Zarr store (it has no zarr.json); refusing to delete it",
+                    path.display()
+                )));
+            }
+            std::fs::remove_dir_all(path).map_err(|e| fail("deleting the old store", e))?;
+        }
+    }
+    std::fs::create_dir_all(path).map_err(|e| fail("creating the store directory", e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Appends `pieces` to a file, `threads` at a time, each thread
+    /// placing then writing its pieces as the sink's tasks do.
+    fn appended(direct: bool, pieces: &[Vec<u8>], threads: usize) -> (Vec<u8>, Vec<u64>) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a/b/file");
+        let file = std::sync::Mutex::new(LocalFile::new(path.clone(), direct));
+        let offsets = std::sync::Mutex::new(vec![0; pieces.len()]);
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            for _ in 0..threads {
+                s.spawn(|| loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(piece) = pieces.get(i) else { break };
+                    let (placed, at) = {
+                        let mut f = file.lock().unwrap();
+                        let at = f.len();
+                        (f.append(piece).unwrap(), at)
+                    };
+                    placed.write(piece).unwrap();
+                    offsets.lock().unwrap()[i] = at;
+                });
+            }
+        });
+        let len = file.lock().unwrap().close().unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        assert_eq!(bytes.len() as u64, len);
+        (bytes, offsets.into_inner().unwrap())
+    }
+
+    #[test]
+    fn appends_from_many_threads_land_where_they_were_placed() {
+        let direct = direct_io_works(&std::env::temp_dir());
+        let pieces: Vec<Vec<u8>> = [
+            0usize,
+            1,
+            4095,
+            4096,
+            4097,
+            STAGE_BYTES + 3,
+            10,
+            0,
+            3 * STAGE_BYTES + 7,
+            5,
+        ]
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| (0..n).map(|k| (k * 31 + i) as u8).collect())
+        .collect();
+        for d in [false, direct] {
+            for threads in [1, 4] {
+                let (bytes, offsets) = appended(d, &pieces, threads);
+                for (piece, &at) in pieces.iter().zip(&offsets) {
+                    assert_eq!(
+                        &bytes[at as usize..at as usize + piece.len()],
+                        &piece[..],
+                        "direct {d}, {threads} threads"
+                    );
+                }
+                assert_eq!(bytes.len(), pieces.iter().map(Vec::len).sum::<usize>());
+            }
+        }
+    }
+
+    #[test]
+    fn a_file_closed_without_appends_exists_and_is_empty() {
+        for d in [false, direct_io_works(&std::env::temp_dir())] {
+            let (bytes, _) = appended(d, &[], 1);
+            assert!(bytes.is_empty());
+        }
+    }
+
+    #[test]
+    fn metadata_is_replaced_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("zarr.json");
+        replace_atomically(&path, b"{\"a\": 1}", false).unwrap();
+        replace_atomically(&path, b"{}", true).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"{}");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+}

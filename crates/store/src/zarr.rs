@@ -1,0 +1,254 @@
+//! The Zarr v3 sink: every tile is one chunk, encoded straight from the
+//! epoch buffer on the writer threads and written as its own file or as an
+//! inner chunk of a `sharding_indexed` shard ([`crate::writer`], several
+//! epochs at once). `zarrs` makes the metadata and the codecs; the chunk
+//! and shard files go through [`crate::dest`]: to a local directory
+//! ([`crate::files`]) or to object storage ([`crate::object`]).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use zarrs::array::{Array, ArrayBuilder, FillValue};
+use zarrs::storage::store::MemoryStore;
+
+use retile_plan::{Epoch, SharedEpoch, Sink, SinkStats, StreamDType, StreamError, StreamPlan};
+
+use crate::codec::{Codec, Encoder};
+use crate::dest::{is_object_store, Dest};
+use crate::error::store_error;
+use crate::object::{IN_FLIGHT_PARTS, PART_BYTES};
+use crate::options::{ZarrOptions, MAX_WRITERS};
+use crate::shard::{index_len, ShardGrid};
+use crate::writer::{writer_pool, Claim, EpochWriter, WriterSetup};
+
+/// Writes epochs as Zarr v3 chunks or shards; the array's shape grows as
+/// rows of files are completed, so the metadata never claims data that is
+/// not on disk, and it is replaced atomically each time.
+pub struct ZarrSink {
+    options: ZarrOptions,
+    store: Option<Store>,
+}
+
+/// An open store: the writer of its epochs and its writer threads.
+struct Store {
+    writer: EpochWriter,
+    writer_count: usize,
+}
+
+/// Bytes of unfinished parts the open shards of a row may keep between
+/// epochs in object storage (a part goes up only when whole).
+const MAX_HELD_PARTS: u64 = 4 << 30;
+
+impl ZarrSink {
+    /// A sink writing to `options.path`.
+    ///
+    /// ```no_run
+    /// use retile_store::{ZarrOptions, ZarrSink};
+    /// let sink = ZarrSink::new(ZarrOptions { path: "out.zarr".into(), ..Default::default() });
+    /// ```
+    pub fn new(options: ZarrOptions) -> ZarrSink {
+        ZarrSink {
+            options,
+            store: None,
+        }
+    }
+
+    fn store(&mut self) -> Result<&mut Store, StreamError> {
+        self.store
+            .as_mut()
+            .ok_or_else(|| StreamError::Sink("the Zarr sink was not begun".into()))
+    }
+
+    /// Checks every option against the plan before anything is created.
+    fn check(&self, plan: &StreamPlan) -> Result<(ShardGrid, usize), StreamError> {
+        let rank = plan.spec().shape().len();
+        if let Some(names) = &self.options.dimension_names {
+            if names.len() != rank {
+                return Err(StreamError::Invalid(format!(
+                    "{} dimension names for {rank} dimensions",
+                    names.len()
+                )));
+            }
+        }
+        let writers = self
+            .options
+            .writers
+            .unwrap_or_else(|| default_writers(self.options.codec));
+        if !(1..=MAX_WRITERS).contains(&writers) {
+            return Err(StreamError::Invalid(format!(
+                "a Zarr sink needs 1 to {MAX_WRITERS} writer threads, not {writers}"
+            )));
+        }
+        let grid = ShardGrid::new(plan, self.options.shard.as_deref())?;
+        if is_object_store(&self.options.path) && grid.depth() > 1 {
+            // an object is uploaded in whole parts: the unfinished part of
+            // every open shard stays in memory between epochs
+            let shard_bytes = plan
+                .tile_bytes()
+                .saturating_mul(grid.chunks_per_file() as u64);
+            let held =
+                (grid.files_per_row() as u64).saturating_mul(shard_bytes.min(PART_BYTES as u64));
+            if held > MAX_HELD_PARTS {
+                return Err(StreamError::Invalid(format!(
+                    "{} shards {} epochs deep would keep up to {held} bytes of unfinished upload parts in memory between epochs (at most {MAX_HELD_PARTS}); use shards one epoch deep, or fewer, larger shards",
+                    grid.files_per_row(),
+                    grid.depth()
+                )));
+            }
+        }
+        Ok((grid, writers))
+    }
+
+    /// The array's metadata (shape 0 along the first dimension).
+    fn build_array(
+        &self,
+        plan: &StreamPlan,
+        fill: &[u8],
+        grid: &ShardGrid,
+        encoder: &Encoder,
+    ) -> Result<Array<MemoryStore>, StreamError> {
+        let path = &self.options.path;
+        let spec = plan.spec();
+        let mut shape = spec.shape().to_vec();
+        shape[0] = 0;
+        let chunk: Vec<u64> = spec
+            .tile()
+            .iter()
+            .zip(grid.shape())
+            .map(|(n, k)| n * k)
+            .collect();
+        let mut builder = ArrayBuilder::new(
+            shape,
+            chunk,
+            spec.dtype().zarr_name(),
+            FillValue::new(fill.to_vec()),
+        );
+        builder.bytes_to_bytes_codecs(encoder.codecs().to_vec());
+        if grid.sharded() {
+            builder.subchunk_shape(spec.tile().to_vec());
+        }
+        if let Some(names) = &self.options.dimension_names {
+            builder.dimension_names(Some(names.clone()));
+        }
+        builder
+            .build(Arc::new(MemoryStore::new()), "/")
+            .map_err(|e| store_error(path, "creating the array", e))
+    }
+}
+
+/// Writer threads when none are asked for: one per core with compression
+/// (each keeps a core busy encoding); without, at least 16, so that many
+/// writes wait on the disk at once.
+fn default_writers(codec: Codec) -> usize {
+    let cores = std::thread::available_parallelism().map_or(4, |n| n.get());
+    match codec {
+        Codec::None => cores.max(16),
+        _ => cores.max(2),
+    }
+}
+
+/// Sets the array's first extent to `planes` and replaces `zarr.json`
+/// (`durable`: synced to the disk).
+fn claim(
+    array: &mut Array<MemoryStore>,
+    dest: &Dest,
+    planes: u64,
+    durable: bool,
+) -> Result<(), StreamError> {
+    let root = dest.name();
+    let mut shape = array.shape().to_vec();
+    shape[0] = planes;
+    array
+        .set_shape(shape)
+        .map_err(|e| store_error(root, "resizing the array", e))?;
+    let json = serde_json::to_vec_pretty(array.metadata())
+        .map_err(|e| store_error(root, "writing the array metadata", e))?;
+    dest.put_metadata("zarr.json", &json, durable)
+        .map_err(|e| store_error(root, "writing the array metadata zarr.json", e))
+}
+
+impl Sink for ZarrSink {
+    fn begin(&mut self, plan: &StreamPlan, fill: &[u8]) -> Result<(), StreamError> {
+        let (grid, writer_count) = self.check(plan)?;
+        let encoder = Encoder::new(self.options.codec, plan.spec().dtype().size())?;
+        let mut array = self.build_array(plan, fill, &grid, &encoder)?;
+        let path = self.options.path.clone();
+        let pool = writer_pool(writer_count)
+            .map_err(|e| store_error(&path, "starting the writer threads", e))?;
+        let dest = Dest::prepare(&path, &self.options)?;
+        let open_objects = match grid.sharded() {
+            true => grid.files_per_row(),
+            false => writer_count,
+        };
+        let chunks = grid.chunks_per_file() as u64;
+        let file_bytes = match grid.sharded() {
+            true => plan
+                .tile_bytes()
+                .saturating_mul(chunks)
+                .saturating_add(index_len(chunks)),
+            false => plan.tile_bytes(),
+        };
+        // the store's parts in flight shared by the row's open objects
+        let parts_in_flight = (IN_FLIGHT_PARTS / open_objects.max(1)).clamp(1, 8);
+        claim(&mut array, &dest, 0, false)?;
+        let metadata = dest.clone();
+        let claim: Claim =
+            Box::new(move |planes, durable| claim(&mut array, &metadata, planes, durable));
+        let writer = EpochWriter::new(WriterSetup {
+            encoder,
+            grid,
+            dest,
+            plan: plan.clone(),
+            fill: fill.to_vec(),
+            pool,
+            parts_in_flight,
+            file_bytes,
+            claim,
+        });
+        self.store = Some(Store {
+            writer,
+            writer_count,
+        });
+        Ok(())
+    }
+
+    /// Writes a copy of `epoch`'s tiles (a stream hands its epochs to
+    /// [`Sink::submit`], which copies nothing); the writing goes on after
+    /// this returns, and [`Sink::finish`] waits for it.
+    fn write_epoch(&mut self, epoch: &Epoch<'_>) -> Result<(), StreamError> {
+        let shared = SharedEpoch::new(
+            epoch.index,
+            epoch.planes,
+            Arc::new(epoch.tiles.to_vec()),
+            Arc::new(epoch.plan.clone()),
+        );
+        self.submit(shared)
+    }
+
+    fn submit(&mut self, epoch: SharedEpoch) -> Result<(), StreamError> {
+        self.store()?.writer.submit(epoch)
+    }
+
+    fn finish(&mut self, planes: u64) -> Result<(), StreamError> {
+        self.store()?.writer.finish(planes)
+    }
+
+    fn stats(&self) -> SinkStats {
+        let Some(store) = &self.store else {
+            return SinkStats::default();
+        };
+        let c = store.writer.counters();
+        let seconds = |n: &AtomicU64| n.load(Ordering::Relaxed) as f64 / 1e9;
+        let (uploaded_bytes, requests) = store.writer.traffic();
+        SinkStats {
+            uploaded_bytes,
+            requests,
+            stored_bytes: c.stored_bytes.load(Ordering::Relaxed),
+            files: c.files.load(Ordering::Relaxed),
+            omitted_chunks: c.omitted.load(Ordering::Relaxed),
+            encode_seconds: seconds(&c.encode_nanos),
+            write_seconds: seconds(&c.write_nanos),
+            threads: store.writer_count,
+        }
+    }
+}
