@@ -7,6 +7,7 @@ mod bench_cmd;
 mod calc_cmd;
 mod copy_cmd;
 mod error;
+mod plan_draw;
 mod stream_cmd;
 
 use std::io::Write;

@@ -153,3 +153,42 @@ fn plan_copy_states_the_bank_conflicts_before_and_after_and_draws_the_plan() {
     let (ok, svg, _) = run(&[&args[..], &["--svg"]].concat());
     assert!(ok && svg.contains(r#"data-side="load""#) && svg.contains(r#"data-side="store""#));
 }
+
+#[test]
+fn plan_stream_svg_draws_a_frame_its_shards_epochs_and_pyramid_levels() {
+    let (ok, svg, err) = run(&[
+        "plan",
+        "stream",
+        "--shape",
+        "0,2048,2048",
+        "--tile",
+        "64,256,256",
+        "--shard",
+        "1,4,4",
+        "--pyramid",
+        "mean",
+        "--svg",
+    ]);
+    assert!(ok, "{err}");
+    assert_eq!(
+        svg.matches("data-retire=").count(),
+        64,
+        "an 8x8 frame of tiles"
+    );
+    assert!(
+        svg.contains(r#"data-row="7" data-col="7" data-slot="63" data-retire="63" data-shard="3""#)
+    );
+    assert!(svg.contains("data-epoch=\"5\""), "six epochs drawn");
+    assert!(
+        svg.contains(r#"data-level="3""#),
+        "four levels: 2048, 1024, 512, 256"
+    );
+    let (ok, _, err) = run(&[
+        "plan", "stream", "--shape", "0,64", "--tile", "8,8", "--shard", "1,2",
+    ]);
+    assert!(!ok && err.contains("add --svg"), "{err}");
+    let (ok, _, err) = run(&[
+        "plan", "stream", "--shape", "0,64,64", "--tile", "8,8,8", "--shard", "1,2", "--svg",
+    ]);
+    assert!(!ok && err.contains("3 of them"), "{err}");
+}

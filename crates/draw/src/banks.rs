@@ -4,12 +4,12 @@
 use retile_copy::{BankAnalysis, BankReport};
 use retile_layout::{ComposedLayout, GridAxes};
 
+use crate::error::Result;
 use crate::grid::{elision, Axis, Grid};
 use crate::layout::leaves;
 use crate::page::{Lines, MARGIN};
 use crate::palette;
 use crate::svg::{Svg, LINE};
-use crate::error::Result;
 
 /// Instructions listed under each panel.
 const LISTED: usize = 8;

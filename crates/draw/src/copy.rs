@@ -2,11 +2,11 @@
 
 use retile_copy::{Access, Transpose};
 
+use crate::error::{DrawError, Result, MAX_ITEMS};
 use crate::grid::{elision, Axis, Grid};
 use crate::page::{Lines, MARGIN};
 use crate::palette;
 use crate::svg::Svg;
-use crate::error::{DrawError, Result, MAX_ITEMS};
 
 /// Who touches an element in one direction: the thread and its access number.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

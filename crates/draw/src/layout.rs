@@ -2,11 +2,11 @@
 
 use retile_layout::{ComposedLayout, GridAxes, Layout};
 
+use crate::error::Result;
 use crate::grid::{elision, Axis, Grid};
 use crate::page::{Lines, MARGIN};
 use crate::palette;
 use crate::svg::Svg;
-use crate::error::Result;
 
 /// The extents of a layout's leaves, innermost first: the blocks its grid
 /// rules off.

@@ -3,9 +3,10 @@
 //! SVG drawings of CuTe layouts and swizzled layouts (a grid of cells
 //! labelled with their offsets, hierarchical modes ruled off), thread-value
 //! and register layouts (cells coloured by thread, labelled `T<t>V<v>`),
-//! copy plans (which thread loads and stores which vector) and bank
+//! copy plans (which thread loads and stores which vector), bank
 //! conflicts (cells coloured by bank, before and after the suggested
-//! swizzle).
+//! swizzle) and stream plans (a frame's tiles, shards, epochs, the order in
+//! which tiles retire, and the pyramid's levels).
 //!
 //! Every drawing is deterministic (the same input gives the same bytes),
 //! its text is `<text>` a reader can select, its colours keep apart in
@@ -29,6 +30,7 @@ mod grid;
 mod layout;
 mod page;
 mod palette;
+mod stream;
 mod svg;
 mod tv;
 
@@ -37,4 +39,5 @@ pub use copy::copy_svg;
 pub use error::{DrawError, Result, MAX_ITEMS};
 pub use grid::MAX_SHOWN;
 pub use layout::layout_svg;
+pub use stream::stream_svg;
 pub use tv::{register_svg, tv_svg};

@@ -164,7 +164,9 @@ fn style() -> String {
          .rule3{stroke:#000;stroke-width:3.5}\n\
          .frame{fill:none;stroke:#000;stroke-width:1.5}\n\
          .mark{fill:none;stroke:#000;stroke-width:3}\n\
-         .vec{fill:none;stroke:#000;stroke-width:1.5}\n",
+         .vec{fill:none;stroke:#000;stroke-width:1.5}\n\
+         .edge{fill:none;stroke:#000;stroke-width:1;stroke-dasharray:4 3}\n\
+         .shard{stroke:#000;stroke-width:4}\n",
     );
     css.push_str(&palette::css());
     css.push_str("</style>\n");

@@ -5,11 +5,11 @@
 use retile_layout::{IntTuple, Layout};
 use retile_register::RegisterLayout;
 
+use crate::error::{DrawError, Result, MAX_ITEMS};
 use crate::grid::{elision, Axis, Grid};
 use crate::page::{Lines, MARGIN};
 use crate::palette;
 use crate::svg::Svg;
-use crate::error::{DrawError, Result, MAX_ITEMS};
 
 /// Who holds an element: the first `(thread, value)` that maps to it, and
 /// how many pairs do.

@@ -360,3 +360,48 @@ fn text_with_markup_characters_is_escaped() {
     assert!(svg.contains("Sw&lt;1,0,1&gt; o 4:1"));
     parse(&svg);
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 120, failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn a_stream_plans_frame_carries_each_tiles_slot_retire_order_and_shard(
+        shape in prop::collection::vec(1u64..=40, 2..=4),
+        tile in prop::collection::vec(1u64..=9, 4),
+        shard in prop::collection::vec(1u64..=3, 4),
+        unbounded in any::<bool>(),
+    ) {
+        use retile_plan::{DType, StreamPlan, StreamSpec};
+        let rank = shape.len();
+        let mut shape = shape;
+        if unbounded {
+            shape[0] = 0;
+        }
+        let tile = tile[..rank].to_vec();
+        let shard = &shard[..rank];
+        let plan = StreamPlan::new(&StreamSpec::new(DType::U8, shape.clone(), tile.clone()).unwrap()).unwrap();
+        let svg = stream_svg(&plan, Some(shard), &[]).unwrap();
+        let doc = parse(&svg);
+        let counts = plan.tile_counts().to_vec();
+        // slot -> (first, last) of the epoch's tiles, in slot order
+        let spans = plan.tiles(plan.m() as usize);
+        let mut frame = 0;
+        for (_, a) in doc.elements.iter().filter(|(n, a)| n == "rect" && a.contains_key("data-retire")) {
+            let get = |k: &str| a[&format!("data-{k}")].parse::<u64>().unwrap();
+            let slot = get("slot") as usize;
+            let tile_coord = &spans[slot].tile;
+            // the retire rank counts the tiles of the epoch whose last index comes first
+            let earlier = spans.iter().filter(|s| (s.last, &s.tile) < (spans[slot].last, tile_coord)).count();
+            prop_assert_eq!(get("retire"), earlier as u64);
+            let shard_id: Vec<u64> = tile_coord.iter().zip(shard).map(|(t, n)| t / n).collect();
+            let grid: Vec<u64> = counts.iter().zip(shard).map(|(c, n)| c.div_ceil(*n)).collect();
+            prop_assert_eq!(get("shard"), retile_plan::ravel(&shard_id[1..], &grid[1..]));
+            frame += 1;
+        }
+        // every tile of the frame is drawn, unless the grid is elided
+        if drawn_of(&doc.text).is_none() {
+            prop_assert_eq!(frame, plan.m());
+        }
+        prop_assert_eq!(stream_svg(&plan, Some(shard), &[]).unwrap(), svg, "deterministic");
+    }
+}
