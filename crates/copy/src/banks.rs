@@ -438,6 +438,22 @@ impl InstructionConflicts {
     }
 }
 
+impl fmt::Display for InstructionConflicts {
+    /// `(warp 0, access 1): 2 wavefronts, ideal 1, 2-way`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "(warp {}, access {}): {} wavefront{}, ideal {}, {}-way",
+            self.warp,
+            self.step,
+            self.wavefronts,
+            if self.wavefronts == 1 { "" } else { "s" },
+            self.ideal,
+            self.degree
+        )
+    }
+}
+
 /// The conflicts of every instruction of a pattern against one memory layout.
 ///
 /// ```
@@ -712,10 +728,7 @@ impl BankAnalysis {
         let list = |out: &mut String, report: &BankReport| {
             out.push_str(&format!("  {report}\n"));
             for (k, c) in report.instructions.iter().take(listed).enumerate() {
-                out.push_str(&format!(
-                    "  instruction {k} (warp {}, access {}): {} wavefronts, ideal {}, {}-way\n",
-                    c.warp, c.step, c.wavefronts, c.ideal, c.degree
-                ));
+                out.push_str(&format!("  instruction {k} {c}\n"));
             }
             if report.instructions.len() > listed {
                 out.push_str(&format!(

@@ -95,10 +95,7 @@ pub fn banks_svg(analysis: &BankAnalysis) -> Result<String> {
         svg.text(grid.x0, y, "note", &report.to_string());
         for (k, c) in report.instructions.iter().take(LISTED).enumerate() {
             y += LINE;
-            let text = format!(
-                "instruction {k} (warp {}, access {}): {} wavefronts, ideal {}, {}-way",
-                c.warp, c.step, c.wavefronts, c.ideal, c.degree
-            );
+            let text = format!("instruction {k} {c}");
             svg.text(grid.x0, y, "note", &text);
         }
         if report.instructions.len() > LISTED {
