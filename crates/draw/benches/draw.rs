@@ -1,7 +1,9 @@
 //! How long drawings take, and how large they are: a 128x32x32 layout
 //! (plain and swizzled; elided to its first and last blocks of columns),
-//! the thread-value layout of a 128x32 tile, and the bank picture of an
-//! in-thread transpose's stores. Run: `cargo bench -p retile-draw --bench draw`.
+//! a 128x128 layout drawn whole beside its text grid (`render_grid`, the
+//! drawing `retile show` printed before, as the reference in the same
+//! run), the thread-value layout of a 128x32 tile, and the bank picture of
+//! an in-thread transpose's stores. Run: `cargo bench -p retile-draw --bench draw`.
 
 use std::hint::black_box;
 
@@ -57,6 +59,10 @@ fn main() {
     });
     c.bench_function("layout 128x128 (every cell)", |b| {
         b.iter(|| retile_draw::layout_svg(black_box(&full)))
+    });
+    let full_plain: Layout = "(128,128):(128,1)".parse().expect("a layout");
+    c.bench_function("text grid 128x128 (render_grid)", |b| {
+        b.iter(|| retile_layout::render_grid(black_box(&full_plain)))
     });
     c.bench_function("tv 128 threads x 32 values", |b| {
         b.iter(|| retile_draw::tv_svg(black_box(&tv), 128, 32))
