@@ -25,6 +25,9 @@ pub enum CliError {
     /// The layout algebra refused a layout.
     #[error(transparent)]
     Layout(#[from] retile_layout::LayoutError),
+    /// A drawing could not be made.
+    #[error(transparent)]
+    Draw(#[from] retile_draw::DrawError),
     /// A plan could not be written as JSON.
     #[error(transparent)]
     Json(#[from] serde_json::Error),

@@ -1,11 +1,13 @@
 //! `retile`: a layout calculator, copy and stream plans, and the streaming
 //! tiler that writes row-major data into tiled Zarr v3 arrays.
 
+mod banks_cmd;
 #[cfg(feature = "cuda")]
 mod bench_cmd;
 mod calc_cmd;
 mod copy_cmd;
 mod error;
+mod plan_draw;
 mod stream_cmd;
 
 use std::io::Write;
@@ -25,8 +27,11 @@ struct Cli {
 enum Command {
     /// Evaluate layout expressions, e.g. `retile eval 'logical_divide((4,2,3):(2,1,8), 4:2)'`.
     Eval(calc_cmd::EvalArgs),
-    /// Draw a layout as a grid of offsets, e.g. `retile show '(4,8):(8,1)'`.
+    /// Draw a layout as a grid of offsets, e.g. `retile show '(4,8):(8,1)'`, or as SVG (`--svg`).
     Show(calc_cmd::ShowArgs),
+    /// Shared-memory bank conflicts of an access pattern, and the swizzle that removes them,
+    /// e.g. `retile banks '(32,32):(32,1)' --threads '(32,32):(1,32)' --element-bytes 4`.
+    Banks(banks_cmd::BanksArgs),
     /// Print a plan, e.g. `retile plan stream --shape 4,4,6 --tile 2,2,3`.
     #[command(subcommand)]
     Plan(PlanCommand),
@@ -85,6 +90,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Some(Command::Eval(args)) => calc_cmd::eval(&args),
         Some(Command::Show(args)) => calc_cmd::show(&args),
+        Some(Command::Banks(args)) => banks_cmd::banks(&args),
         Some(Command::Plan(PlanCommand::Stream(args))) => stream_cmd::plan(&args),
         Some(Command::Plan(PlanCommand::Copy(args))) => copy_cmd::plan(&args),
         Some(Command::Stream(args)) => stream_cmd::stream(&args),

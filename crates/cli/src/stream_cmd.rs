@@ -74,6 +74,16 @@ pub struct PlanArgs {
     json: bool,
     #[command(flatten)]
     pyramid: PyramidArgs,
+    /// Draw the plan as an SVG picture: a frame's tiles, shards, epochs, the
+    /// order tiles retire in, and the pyramid's levels.
+    #[arg(long)]
+    svg: bool,
+    /// Tiles per shard, slowest first, ruled off in the picture (e.g. 1,4,4).
+    #[arg(long, value_parser = parse_list)]
+    shard: Option<Dims>,
+    /// Write the picture to this file instead of stdout (implies --svg).
+    #[arg(long, value_name = "FILE")]
+    output: Option<PathBuf>,
 }
 
 /// The multiscale pyramid made while streaming.
@@ -261,6 +271,17 @@ impl ShapeArgs {
 /// `retile plan stream`.
 pub fn plan(args: &PlanArgs) -> Result<ExitCode, CliError> {
     let spec = args.shape.spec()?;
+    if args.svg || args.output.is_some() {
+        let levels = match args.pyramid.options()? {
+            Some(pyramid) => pyramid.level_plans(&spec)?,
+            None => Vec::new(),
+        };
+        let shard = args.shard.as_ref().map(|d| d.0.as_slice());
+        return crate::plan_draw::draw(&spec, shard, &levels, args.output.as_deref());
+    }
+    if args.shard.is_some() {
+        return Err("--shard is drawn in the picture only: add --svg".into());
+    }
     let Some(pyramid) = args.pyramid.options()? else {
         let plan = StreamPlan::new(&spec)?;
         let text = match args.json {
