@@ -1,6 +1,6 @@
 //! `retile.Layout` and the algebra's free functions under pycute's names.
 
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::{PyMemoryError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 use retile_layout::{IntTuple, Layout as RLayout, LayoutError, Tiler};
@@ -251,7 +251,8 @@ impl Layout {
         Layout::wrap(self.inner.flatten())
     }
 
-    /// ``[L(0), L(1), ...]`` for the first ``count`` indices (all by default).
+    /// ``[L(0), L(1), ...]`` for the first ``count`` indices (all by
+    /// default); more than 2**24 entries raise MemoryError.
     ///
     /// Example::
     ///
@@ -263,7 +264,12 @@ impl Layout {
             Some(n) => n,
             None => self.inner.size().map_err(layout_err)?,
         };
-        self.inner.table(n).map_err(layout_err)
+        self.inner.table(n).map_err(|e| match e {
+            LayoutError::TooLarge { .. } => PyMemoryError::new_err(format!(
+                "{e}; take a prefix with table(count), or evaluate L(i) where it is needed"
+            )),
+            e => layout_err(e),
+        })
     }
 
     /// ``L(i)`` for an int index, ``L(coord)`` or ``L(c0, c1, ...)`` for a
