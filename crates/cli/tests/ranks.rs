@@ -184,10 +184,16 @@ fn check(case: &Case) -> Result<(), TestCaseError> {
         shape[0] = 0;
     }
     let store = dir.path().join("out.zarr");
-    let mut args: Vec<String> = ["stream", "--shape", &join(&shape), "--tile", &join(&case.tile)]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    let mut args: Vec<String> = [
+        "stream",
+        "--shape",
+        &join(&shape),
+        "--tile",
+        &join(&case.tile),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
     args.extend(["--dtype".into(), dtype.into()]);
     match case.source {
         Source::Synthetic if case.unbounded => {

@@ -6,7 +6,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use pyo3::exceptions::{PyOSError, PyResourceWarning, PyRuntimeError, PyRuntimeWarning, PyValueError};
+use pyo3::exceptions::{
+    PyOSError, PyResourceWarning, PyRuntimeError, PyRuntimeWarning, PyValueError,
+};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use retile_stream::{
@@ -543,7 +545,12 @@ impl Stream {
     ///     s.append(b"abc"); assert s.bytes_taken == 3
     #[getter]
     fn bytes_taken(&self) -> PyResult<u64> {
-        Ok(self.shared.inner.try_lock().map_err(|_| busy())?.bytes_taken())
+        Ok(self
+            .shared
+            .inner
+            .try_lock()
+            .map_err(|_| busy())?
+            .bytes_taken())
     }
 
     /// The element type's retile name (e.g. ``"u16"``).
@@ -660,8 +667,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Stream>()?;
     let hook = wrap_pyfunction!(_finish_live_streams, m)?;
     m.add_function(hook.clone())?;
-    m.py()
-        .import("atexit")?
-        .call_method1("register", (hook,))?;
+    m.py().import("atexit")?.call_method1("register", (hook,))?;
     Ok(())
 }
