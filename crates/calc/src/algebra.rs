@@ -3,8 +3,8 @@
 use retile_layout as cute;
 use retile_layout::IntTuple;
 
+use crate::error::CalcError;
 use crate::value::Value;
-use crate::CalcError;
 
 /// Names this module answers to, for help and error messages.
 pub const FUNCTIONS: &[&str] = &[

@@ -4,8 +4,8 @@
 //! positional arguments, an unknown keyword, a keyword given twice, a
 //! keyword naming a parameter already given by position).
 
+use crate::error::CalcError;
 use crate::value::Value;
-use crate::CalcError;
 
 /// A call's arguments matched to the function's parameters.
 pub(crate) struct Bound<'a> {

@@ -3,8 +3,8 @@
 use retile_device::{DType, DeviceLayout, StridedLayout};
 
 use crate::args::bind;
+use crate::error::CalcError;
 use crate::value::Value;
-use crate::CalcError;
 
 /// Names this module answers to.
 pub const FUNCTIONS: &[&str] = &[

@@ -2,9 +2,9 @@
 
 use retile_layout::Layout;
 
+use crate::error::CalcError;
 use crate::syntax::{BinaryOp, Expr, ExprKind, Link, MethodCall};
 use crate::value::Value;
-use crate::CalcError;
 use crate::{algebra, copy, device, register};
 
 /// Evaluates an expression tree; errors carry the column of the failing part.

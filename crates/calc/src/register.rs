@@ -4,8 +4,8 @@
 use retile_register::{self as reg, RegisterError, RegisterLayout};
 
 use crate::args::bind;
+use crate::error::CalcError;
 use crate::value::Value;
-use crate::CalcError;
 
 /// Names only this module answers to.
 pub const FUNCTIONS: &[&str] = &[

@@ -19,7 +19,7 @@
 //! evaluated in a loop: their length is limited only by `MAX_LEN`, and no
 //! part of the library recurses once per link.
 
-use crate::CalcError;
+use crate::error::CalcError;
 
 /// Deepest nesting of brackets and calls accepted (`f(g(x))` is 2 levels,
 /// `((1,2),3)` is 2); operator and method chains add no levels.

@@ -4,7 +4,7 @@ use std::fmt;
 
 use retile_layout::{IntTuple, Layout, Tiler};
 
-use crate::CalcError;
+use crate::error::CalcError;
 
 /// A calculator value.
 ///

@@ -141,6 +141,7 @@ fn scatter(gpu: &Gpu, planes: u64, reps: usize) -> Result<(), CliError> {
         stream
             .memcpy_dtod(&input, &mut output)
             .map_err(cuda_error("copying device to device"))
+            .map_err(retile_copy::CopyError::from)
     })?;
     let (gbs, copy) = (2.0 * bytes as f64 / t / 1e9, 2.0 * bytes as f64 / c / 1e9);
     println!(
@@ -166,6 +167,7 @@ fn pinned_stream(gpu: &Gpu, planes: u64) -> Result<(), CliError> {
         gpu.stream()
             .memcpy_htod(&host.as_ref()[..epoch], &mut device)
             .map_err(cuda_error("copying host to device"))
+            .map_err(retile_copy::CopyError::from)
     })?;
     let h2d_gbs = epoch as f64 / h2d / 1e9;
     let duplex_gbs = duplex(gpu, &mut host, epoch, 1)?;

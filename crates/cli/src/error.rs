@@ -19,6 +19,9 @@ pub enum CliError {
     /// The copy planner or a GPU permute failed.
     #[error(transparent)]
     Copy(#[from] retile_copy::CopyError),
+    /// The GPU is missing or failed.
+    #[error(transparent)]
+    Gpu(#[from] retile_gpu::GpuError),
     /// The layout algebra refused a layout.
     #[error(transparent)]
     Layout(#[from] retile_layout::LayoutError),

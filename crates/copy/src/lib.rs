@@ -21,42 +21,14 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod error;
 #[cfg(feature = "cuda")]
 pub mod gpu;
 mod permute;
 mod transpose;
 mod vector;
 
-use thiserror::Error;
-
+pub use error::{CopyError, Result};
 pub use permute::{permute_reference, Permute};
 pub use transpose::{Access, Transpose, TransposePlan, TransposeRequest};
 pub use vector::vector_width;
-
-/// Why a copy could not be planned or run.
-///
-/// ```
-/// use retile_copy::TransposeRequest;
-/// let err = TransposeRequest::new(0, 16, 128, "4:1".parse().unwrap(), "4:1".parse().unwrap()).plan().unwrap_err();
-/// assert!(err.to_string().contains("threads"));
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq, Error)]
-pub enum CopyError {
-    /// The request itself is malformed.
-    #[error("{0}")]
-    Invalid(String),
-    /// The layout algebra rejected a step.
-    #[error(transparent)]
-    Layout(#[from] retile_layout::LayoutError),
-    /// A CUDA call failed.
-    #[error("CUDA error while {doing}: {name}")]
-    Cuda {
-        /// What retile was doing.
-        doing: String,
-        /// The CUDA error's name and text.
-        name: String,
-    },
-}
-
-/// Result of the copy planner.
-pub type Result<T> = std::result::Result<T, CopyError>;

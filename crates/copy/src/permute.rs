@@ -3,7 +3,7 @@
 
 use retile_layout::row_major_strides;
 
-use crate::{CopyError, Result};
+use crate::error::{CopyError, Result};
 
 /// A permute of a row-major tensor: output dimension `i` is input
 /// dimension `perm[i]`; the output is row-major too.

@@ -17,8 +17,8 @@ use retile_layout::{
     ceil_div, composition, gcd, idx2crd, max_common_vector, right_inverse, IntTuple, Layout,
 };
 
+use crate::error::{CopyError, Result};
 use crate::vector::{alignment, widest};
-use crate::{CopyError, Result};
 
 /// What to plan: a tile (coordinates → offsets on both sides) and who moves it.
 ///

@@ -2,7 +2,7 @@
 
 use retile_layout::{gcd, max_common_vector, Layout};
 
-use crate::{CopyError, Result};
+use crate::error::{CopyError, Result};
 
 /// The gcd of the strides of `layout`'s non-unit, non-contiguous modes: a
 /// vector of `w` elements stays aligned only if `w` divides it (0 = no

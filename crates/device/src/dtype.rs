@@ -3,7 +3,7 @@
 
 use retile_layout::DType;
 
-use crate::DeviceError;
+use crate::error::DeviceError;
 
 /// (type, device name, elements per stick)
 const TABLE: [(DType, &str, u64); 10] = [

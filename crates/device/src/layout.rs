@@ -7,7 +7,8 @@ use retile_layout::{IntTuple, Layout};
 
 use retile_layout::{row_major_strides, DType};
 
-use crate::{elems_per_stick, DeviceError};
+use crate::dtype::elems_per_stick;
+use crate::error::DeviceError;
 
 /// Largest device rank (host rank plus the stick dimension).
 pub const MAX_DEVICE_RANK: usize = 7;

@@ -15,24 +15,13 @@
 //! ```
 
 mod dtype;
+mod error;
 mod layout;
 mod strided;
 mod view;
 
-use thiserror::Error;
-
 pub use dtype::{device_dtypes, device_name, elems_per_stick};
+pub use error::DeviceError;
 pub use layout::{DeviceLayout, MAX_DEVICE_RANK, MAX_HOST_RANK};
 pub use retile_layout::DType;
 pub use strided::StridedLayout;
-
-/// Errors of device layouts.
-#[derive(Debug, Clone, PartialEq, Eq, Error)]
-pub enum DeviceError {
-    /// The layout or the request is invalid; the message says what to change.
-    #[error("{0}")]
-    Invalid(String),
-    /// The layout algebra rejected a conversion.
-    #[error("layout: {0}")]
-    Layout(#[from] retile_layout::LayoutError),
-}

@@ -2,7 +2,7 @@
 
 use retile_layout::{IntTuple, Layout};
 
-use crate::DeviceError;
+use crate::error::DeviceError;
 
 /// A strided layout `(size, stride)`, dimensions slowest first as PyTorch
 /// writes them.

@@ -14,7 +14,8 @@
 
 use retile_layout::row_major_strides;
 
-use crate::{DeviceError, DeviceLayout};
+use crate::error::DeviceError;
+use crate::layout::DeviceLayout;
 
 /// One device position of the new layout: its extent, new host dimension
 /// (`-1` synthetic), linear weight, and whether it came from the old stick
@@ -47,7 +48,7 @@ impl DeviceLayout {
         let new_elements = new_host.iter().try_fold(1u64, |a, &x| a.checked_mul(x));
         if new_elements != Some(elements)
             || new_host.contains(&0)
-            || new_host.len() > crate::MAX_HOST_RANK
+            || new_host.len() > crate::layout::MAX_HOST_RANK
         {
             return invalid(format!(
                 "{new_host:?} does not have the {elements} elements of {old_host:?}"
@@ -84,7 +85,7 @@ impl DeviceLayout {
             if j == last && split.len() > 1 {
                 return invalid(format!(
                     "splitting stick dimension requires innermost new dimension size >= elems_per_stick ({})",
-                    crate::elems_per_stick(self.dtype())?
+                    crate::dtype::elems_per_stick(self.dtype())?
                 ));
             }
             let from_stick = Some(h) == stick && j != last;

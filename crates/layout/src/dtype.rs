@@ -5,7 +5,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::LayoutError;
+use crate::error::LayoutError;
 
 /// The type of a tensor's elements.
 ///

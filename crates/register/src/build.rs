@@ -3,7 +3,9 @@
 
 use retile_layout::gcd;
 
-use crate::{has_repeats, product, py_list, RegisterError, RegisterLayout, Result};
+use crate::error::{RegisterError, Result};
+use crate::ints::{has_repeats, product, py_list};
+use crate::layout::RegisterLayout;
 
 /// One thread per element, threads numbered row-major.
 ///

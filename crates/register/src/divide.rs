@@ -7,7 +7,8 @@
 //! outermost (left_divide) modes of each dimension and the fastest (divide)
 //! or slowest (left_divide) threads and registers of `a`.
 
-use crate::{RegisterError, RegisterLayout, Result};
+use crate::error::{RegisterError, Result};
+use crate::layout::RegisterLayout;
 
 /// Which side of the composition the divisor stands on.
 #[derive(Clone, Copy, PartialEq, Eq)]

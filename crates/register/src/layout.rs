@@ -4,7 +4,8 @@ use std::collections::HashMap;
 use std::fmt;
 use std::ops::Range;
 
-use crate::{has_repeats, product, py_list, RegisterError, Result};
+use crate::error::{RegisterError, Result};
+use crate::ints::{has_repeats, product, py_list};
 
 /// A register layout in canonical form (see the crate docs).
 ///

@@ -23,59 +23,17 @@
 
 mod build;
 mod divide;
+mod error;
+mod ints;
 mod layout;
 mod mapping;
 mod ops;
 mod tv;
 mod visualize;
 
-use thiserror::Error;
-
 pub use build::{
     auto_local_spatial, column_local, column_spatial, local, local_ranked, replicated, spatial,
     spatial_ranked,
 };
+pub use error::{RegisterError, Result};
 pub use layout::RegisterLayout;
-
-/// Why a register layout could not be built or transformed.
-///
-/// ```
-/// let err = retile_register::spatial(&[0]).unwrap_err();
-/// assert_eq!(err.to_string(), "Shape must only be positive integers, got [0]");
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq, Error)]
-pub enum RegisterError {
-    /// The four attributes do not describe a layout.
-    #[error("{0}")]
-    Invalid(String),
-    /// The operation has no result for these operands.
-    #[error("{0}")]
-    Operation(String),
-    /// A size does not fit in a signed 64-bit integer.
-    #[error("arithmetic overflow: {0} does not fit in 64 bits")]
-    Overflow(String),
-}
-
-/// Result of register-layout operations.
-pub type Result<T> = std::result::Result<T, RegisterError>;
-
-/// Writes integers as Python writes a list: `[1, 2]`.
-pub(crate) fn py_list(items: &[i64]) -> String {
-    let parts: Vec<String> = items.iter().map(i64::to_string).collect();
-    format!("[{}]", parts.join(", "))
-}
-
-/// Whether some value occurs twice in `items`.
-pub(crate) fn has_repeats(items: &[i64]) -> bool {
-    let mut sorted = items.to_vec();
-    sorted.sort_unstable();
-    sorted.windows(2).any(|w| w[0] == w[1])
-}
-
-/// The product of `items`, or an overflow error naming `what`.
-pub(crate) fn product(items: impl IntoIterator<Item = i64>, what: &str) -> Result<i64> {
-    items.into_iter().try_fold(1i64, |acc, x| {
-        acc.checked_mul(x)
-            .ok_or_else(|| RegisterError::Overflow(what.to_string()))
-    })
-}

@@ -1,7 +1,9 @@
 //! The mapping both ways: element → (thread, local) holders, and
 //! (thread, local) → element.
 
-use crate::{product, py_list, RegisterError, RegisterLayout, Result};
+use crate::error::{RegisterError, Result};
+use crate::ints::{product, py_list};
+use crate::layout::RegisterLayout;
 
 /// The most holders, or drawn cells, retile lists for one layout: 65536,
 /// as many cells as a CuTe layout's drawing (`retile_layout::MAX_CELLS`),

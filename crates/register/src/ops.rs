@@ -4,7 +4,9 @@
 
 use std::ops::Range;
 
-use crate::{has_repeats, product, py_list, RegisterError, RegisterLayout, Result};
+use crate::error::{RegisterError, Result};
+use crate::ints::{has_repeats, product, py_list};
+use crate::layout::RegisterLayout;
 
 fn operation(message: String) -> RegisterError {
     RegisterError::Operation(message)

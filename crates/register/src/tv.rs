@@ -6,7 +6,8 @@
 
 use retile_layout::{IntTuple, Layout};
 
-use crate::{RegisterError, RegisterLayout, Result};
+use crate::error::{RegisterError, Result};
+use crate::layout::RegisterLayout;
 
 fn overflow() -> RegisterError {
     RegisterError::Overflow("an element stride".into())

@@ -1,7 +1,9 @@
 //! `visualize_layout`: tilus's drawing of a layout, byte for byte.
 
+use crate::error::{RegisterError, Result};
+use crate::ints::{product, py_list};
+use crate::layout::RegisterLayout;
 use crate::mapping::MAX_LISTED;
-use crate::{product, py_list, RegisterError, RegisterLayout, Result};
 
 impl RegisterLayout {
     /// The header line and one box-drawn grid per batch, as tilus's

@@ -3,23 +3,10 @@
 
 use retile_layout::row_major_strides;
 
-use crate::{Permute, TransposeRequest};
+use retile_gpu::c_type;
 
-/// The CUDA C type that moves `bytes` bytes in one access (16: `uint4`).
-///
-/// ```
-/// assert_eq!(retile_copy::gpu::c_type(8), "unsigned long long");
-/// assert_eq!(retile_copy::gpu::c_type(16), "uint4");
-/// ```
-pub fn c_type(bytes: usize) -> &'static str {
-    match bytes {
-        1 => "unsigned char",
-        2 => "unsigned short",
-        4 => "unsigned int",
-        8 => "unsigned long long",
-        _ => "uint4",
-    }
-}
+use crate::permute::Permute;
+use crate::transpose::TransposeRequest;
 
 /// Drops size-1 dimensions and merges input dimensions that stay adjacent
 /// and in order in the output; returns (input shape, permutation).

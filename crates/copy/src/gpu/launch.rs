@@ -5,8 +5,10 @@ use std::sync::Arc;
 use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 
 use super::kernels::permute_kernel;
-use super::runtime::{cuda_error, Gpu};
-use crate::{CopyError, Permute, Result};
+use retile_gpu::{cuda_error, Gpu};
+
+use crate::error::{CopyError, Result};
+use crate::permute::Permute;
 
 /// A permute compiled for one GPU, launched on that GPU's stream as often
 /// as needed: the kernel is generated, compiled and looked up once, so a

@@ -15,17 +15,17 @@
 //! run on into the output's next dimension (contiguous after it).
 //! Index arithmetic is 32-bit when the tensor fits.
 //!
-//! The module is split by job: [`runtime`] opens the GPU, compiles and
-//! caches kernels and holds pinned host memory (the plumbing the streaming
-//! tiler shares); [`kernels`] generates the permute kernels' source;
+//! The module is split by job: the runtime (`retile-gpu`) opens the GPU,
+//! compiles and caches kernels and holds pinned host memory (the plumbing
+//! the streaming tiler shares); [`kernels`] generates the permute kernels' source;
 //! [`launch`] runs them; [`timing`] measures them.
 
 pub mod kernels;
 pub mod launch;
-pub mod runtime;
 pub mod timing;
 
-pub use kernels::{c_type, permute_kernel, Kernel};
+pub use kernels::{permute_kernel, Kernel};
 pub use launch::{permute, CompiledPermute};
-pub use runtime::{compile_only, cuda_error, Gpu, PinnedBuffer};
+/// The CUDA runtime these permutes run on (`retile-gpu`), under its old path.
+pub use retile_gpu::{c_type, compile_only, cuda_error, Gpu, PinnedBuffer};
 pub use timing::{bench_permute, time_median};

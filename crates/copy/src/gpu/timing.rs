@@ -1,8 +1,10 @@
 //! Timing kernels with CUDA events, and the permute benchmark.
 
 use super::launch::CompiledPermute;
-use super::runtime::{cuda_error, Gpu};
-use crate::{Permute, Result};
+use retile_gpu::{cuda_error, Gpu};
+
+use crate::error::{CopyError, Result};
+use crate::permute::Permute;
 
 /// Median seconds of `work` over `reps` runs after two warm-up runs, timed
 /// with CUDA events on `gpu`'s stream.
@@ -59,6 +61,7 @@ pub fn bench_permute(gpu: &Gpu, p: &Permute, reps: usize) -> Result<(f64, f64)> 
         stream
             .memcpy_dtod(&input, &mut output)
             .map_err(cuda_error("copying device to device"))
+            .map_err(CopyError::from)
     })?;
     let gbs = |t: f64| 2.0 * bytes as f64 / t / 1e9;
     Ok((gbs(t_permute), gbs(t_copy)))

@@ -1,0 +1,301 @@
+//! OME-Zarr (NGFF 0.5) output: a Zarr v3 group whose `zarr.json` carries
+//! `attributes.ome` (the axes and every level's scale), with one array per
+//! pyramid level (`0`, `1`, ...) under it: the metadata, its axes and
+//! their checks.
+
+use serde_json::{json, Value};
+
+use retile_halving::Method;
+use retile_plan::StreamError;
+use retile_pyramid::PyramidOptions;
+
+/// The NGFF version written.
+pub const NGFF_VERSION: &str = "0.5";
+
+/// Units NGFF names for space axes.
+const SPACE_UNITS: [&str; 26] = [
+    "angstrom",
+    "attometer",
+    "centimeter",
+    "decimeter",
+    "exameter",
+    "femtometer",
+    "foot",
+    "gigameter",
+    "hectometer",
+    "inch",
+    "kilometer",
+    "megameter",
+    "meter",
+    "micrometer",
+    "mile",
+    "millimeter",
+    "nanometer",
+    "parsec",
+    "petameter",
+    "picometer",
+    "terameter",
+    "yard",
+    "yoctometer",
+    "yottameter",
+    "zeptometer",
+    "zettameter",
+];
+
+/// Units NGFF names for time axes.
+const TIME_UNITS: [&str; 23] = [
+    "attosecond",
+    "centisecond",
+    "day",
+    "decisecond",
+    "exasecond",
+    "femtosecond",
+    "gigasecond",
+    "hectosecond",
+    "hour",
+    "kilosecond",
+    "megasecond",
+    "microsecond",
+    "millisecond",
+    "minute",
+    "nanosecond",
+    "petasecond",
+    "picosecond",
+    "second",
+    "terasecond",
+    "yoctosecond",
+    "yottasecond",
+    "zeptosecond",
+    "zettasecond",
+];
+
+/// One axis of an OME-Zarr image.
+///
+/// ```
+/// let t = retile_ngff::Axis::new("t", "time", Some("second"));
+/// assert_eq!(t.kind, "time");
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct Axis {
+    /// The axis name (also the array's dimension name).
+    pub name: String,
+    /// `time`, `channel` or `space`.
+    pub kind: String,
+    /// The unit (`second`, `micrometer`, ...), if any.
+    pub unit: Option<String>,
+}
+
+impl Axis {
+    /// An axis named `name` of type `kind`, in `unit`.
+    pub fn new(name: &str, kind: &str, unit: Option<&str>) -> Axis {
+        Axis {
+            name: name.into(),
+            kind: kind.into(),
+            unit: unit.map(Into::into),
+        }
+    }
+}
+
+/// The axes of an image of `rank` dimensions when none are given: `y,x`;
+/// `t,y,x`; `t,z,y,x`; `t,c,z,y,x`, without units.
+///
+/// ```
+/// let axes = retile_ngff::default_axes(3)?;
+/// assert_eq!(axes.iter().map(|a| a.name.as_str()).collect::<Vec<_>>(), ["t", "y", "x"]);
+/// # Ok::<(), retile_plan::StreamError>(())
+/// ```
+pub fn default_axes(rank: usize) -> Result<Vec<Axis>, StreamError> {
+    let names: &[(&str, &str)] = match rank {
+        2 => &[("y", "space"), ("x", "space")],
+        3 => &[("t", "time"), ("y", "space"), ("x", "space")],
+        4 => &[
+            ("t", "time"),
+            ("z", "space"),
+            ("y", "space"),
+            ("x", "space"),
+        ],
+        5 => &[
+            ("t", "time"),
+            ("c", "channel"),
+            ("z", "space"),
+            ("y", "space"),
+            ("x", "space"),
+        ],
+        _ => return Err(rank_error(rank)),
+    };
+    Ok(names.iter().map(|(n, k)| Axis::new(n, k, None)).collect())
+}
+
+fn rank_error(rank: usize) -> StreamError {
+    StreamError::Invalid(format!(
+        "an OME-Zarr image has 2 to 5 dimensions, not {rank}"
+    ))
+}
+
+/// What the OME-Zarr group says besides the pyramid.
+///
+/// ```
+/// use retile_ngff::{Axis, NgffOptions};
+/// let ngff = NgffOptions { axes: Some(vec![Axis::new("y", "space", Some("micrometer")), Axis::new("x", "space", Some("micrometer"))]), scale: Some(vec![0.5, 0.5]) };
+/// assert!(ngff.check(2).is_ok());
+/// assert!(ngff.check(3).is_err());
+/// ```
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NgffOptions {
+    /// The axes, slowest first; `None` = [`default_axes`].
+    pub axes: Option<Vec<Axis>>,
+    /// The physical size of one element of level 0 along each axis;
+    /// `None` = 1 everywhere.
+    pub scale: Option<Vec<f64>>,
+}
+
+impl NgffOptions {
+    /// The axes for an image of `rank` dimensions, checked against NGFF's
+    /// rules: 2 to 5 axes with distinct names, 2 or 3 of type `space`
+    /// (last), at most one `time` (first) and one `channel`, NGFF's units.
+    pub fn check(&self, rank: usize) -> Result<(Vec<Axis>, Vec<f64>), StreamError> {
+        let axes = match &self.axes {
+            Some(axes) => axes.clone(),
+            None => default_axes(rank)?,
+        };
+        let invalid = |m: String| Err(StreamError::Invalid(m));
+        if !(2..=5).contains(&rank) {
+            return Err(rank_error(rank));
+        }
+        if axes.len() != rank {
+            return invalid(format!("{} axes for {rank} dimensions", axes.len()));
+        }
+        let scale = self.scale.clone().unwrap_or_else(|| vec![1.0; rank]);
+        if scale.len() != rank {
+            return invalid(format!("{} scales for {rank} dimensions", scale.len()));
+        }
+        if let Some(s) = scale.iter().find(|s| !(s.is_finite() && **s > 0.0)) {
+            return invalid(format!("a scale must be a positive number, not {s}"));
+        }
+        check_axes(&axes)?;
+        Ok((axes, scale))
+    }
+}
+
+fn check_axes(axes: &[Axis]) -> Result<(), StreamError> {
+    let invalid = |m: String| Err(StreamError::Invalid(m));
+    for (i, a) in axes.iter().enumerate() {
+        if a.name.is_empty() || axes[..i].iter().any(|b| b.name == a.name) {
+            return invalid(format!(
+                "axis names must be distinct and not empty ('{}')",
+                a.name
+            ));
+        }
+        let units: &[&str] = match a.kind.as_str() {
+            "space" => &SPACE_UNITS,
+            "time" => &TIME_UNITS,
+            "channel" => &[],
+            other => {
+                return invalid(format!(
+                    "axis '{}' has type '{other}'; use time, channel or space",
+                    a.name
+                ))
+            }
+        };
+        if let Some(unit) = &a.unit {
+            if !units.contains(&unit.as_str()) {
+                return invalid(format!(
+                    "axis '{}' of type {} cannot have unit '{unit}'{}",
+                    a.name,
+                    a.kind,
+                    match units.is_empty() {
+                        true => String::new(),
+                        false => format!("; use one of {}", units.join(", ")),
+                    }
+                ));
+            }
+        }
+    }
+    let kinds: Vec<&str> = axes.iter().map(|a| a.kind.as_str()).collect();
+    let count = |k: &str| kinds.iter().filter(|&&x| x == k).count();
+    let spaces = count("space");
+    if !(2..=3).contains(&spaces) {
+        return invalid(format!(
+            "an OME-Zarr image has 2 or 3 space axes, not {spaces}"
+        ));
+    }
+    if count("time") > 1 || count("channel") > 1 {
+        return invalid("an OME-Zarr image has at most one time and one channel axis".into());
+    }
+    if kinds[kinds.len() - spaces..].iter().any(|&k| k != "space") {
+        return invalid("the space axes must come last".into());
+    }
+    if kinds
+        .iter()
+        .position(|&k| k == "time")
+        .is_some_and(|p| p != 0)
+    {
+        return invalid("the time axis must come first".into());
+    }
+    Ok(())
+}
+
+/// The group's `zarr.json`: `attributes.ome` with one multiscale whose
+/// datasets are the levels `0..levels`, each scaled by 2 along every
+/// dimension it halves (and, for block reductions, shifted by half its
+/// parent's cells, where the block's centre lies).
+pub(crate) fn group_metadata(
+    axes: &[Axis],
+    scale: &[f64],
+    pyramid: &PyramidOptions,
+    halve: &[bool],
+    levels: usize,
+) -> Value {
+    let axes: Vec<Value> = axes
+        .iter()
+        .map(|a| match &a.unit {
+            Some(unit) => json!({"name": a.name, "type": a.kind, "unit": unit}),
+            None => json!({"name": a.name, "type": a.kind}),
+        })
+        .collect();
+    let datasets: Vec<Value> = (0..levels)
+        .map(|k| {
+            let factor = |d: usize| if halve[d] { (1u64 << k) as f64 } else { 1.0 };
+            let level_scale: Vec<f64> = (0..scale.len()).map(|d| scale[d] * factor(d)).collect();
+            let mut transforms = vec![json!({"type": "scale", "scale": level_scale})];
+            if k > 0 && pyramid.method != Method::Decimate {
+                let shift: Vec<f64> = (0..scale.len())
+                    .map(|d| scale[d] * (factor(d) - 1.0) / 2.0)
+                    .collect();
+                transforms.push(json!({"type": "translation", "translation": shift}));
+            }
+            json!({"path": k.to_string(), "coordinateTransformations": transforms})
+        })
+        .collect();
+    json!({
+        "zarr_format": 3,
+        "node_type": "group",
+        "attributes": {
+            "ome": {
+                "version": NGFF_VERSION,
+                "multiscales": [{
+                    "name": "retile",
+                    "axes": axes,
+                    "datasets": datasets,
+                    "type": pyramid.method.to_string(),
+                    "metadata": {
+                        "description": format!("each level halves its parent along {} with {}", halved_names(halve), pyramid.method),
+                        "method": format!("retile_stream::Method::{:?}", pyramid.method),
+                        "version": env!("CARGO_PKG_VERSION"),
+                    },
+                }],
+            },
+        },
+    })
+}
+
+fn halved_names(halve: &[bool]) -> String {
+    let dims: Vec<String> = (0..halve.len())
+        .filter(|&d| halve[d])
+        .map(|d| format!("dimension {d}"))
+        .collect();
+    match dims.is_empty() {
+        true => "no dimension".into(),
+        false => dims.join(", "),
+    }
+}

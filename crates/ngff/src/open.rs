@@ -1,0 +1,137 @@
+//! A stream's output opened: nothing (measuring), a Zarr array, or an
+//! OME-Zarr image whose levels are the arrays of a multiscale stream.
+
+use retile_plan::{NullSink, StreamError, StreamSpec};
+use retile_pyramid::{Backend, MultiscaleStream, PyramidOptions};
+use retile_store::{Group, ZarrOptions, ZarrSink};
+
+use crate::metadata::{group_metadata, NgffOptions};
+
+/// Opens a stream writing an OME-Zarr image at `zarr.path`: the group's
+/// `zarr.json`, and level `k` of `pyramid` (which halves, unless it says
+/// otherwise, every dimension but the first and a channel axis) as the array `k` with `zarr`'s
+/// chunks, shards and codec and the axes' names as dimension names. The
+/// group is written once every level's array exists (shape 0), so it never
+/// names an array that is not there; each array's shape grows with the
+/// stream.
+///
+/// ```
+/// use retile_ngff::{open_ngff, NgffOptions};
+/// use retile_plan::{DType, StreamSpec};
+/// use retile_pyramid::{Backend, PyramidOptions};
+/// use retile_store::ZarrOptions;
+/// let dir = std::env::temp_dir().join(format!("retile-ngff-doc-{}", std::process::id()));
+/// let spec = StreamSpec::new(DType::U16, vec![0, 64, 64], vec![4, 16, 16])?;
+/// let zarr = ZarrOptions { path: dir.clone(), overwrite: true, ..Default::default() };
+/// let mut stream = open_ngff(spec, &[0, 0], Backend::Cpu { threads: 1 }, zarr, &PyramidOptions::default(), &NgffOptions::default())?;
+/// stream.append(&vec![7u8; 8 * 64 * 64 * 2])?;
+/// assert_eq!(stream.finish()?.levels.len(), 3); // 64, 32, 16
+/// assert!(dir.join("2/zarr.json").is_file());
+/// # std::fs::remove_dir_all(&dir).ok();
+/// # Ok::<(), retile_plan::StreamError>(())
+/// ```
+pub fn open_ngff(
+    spec: StreamSpec,
+    fill: &[u8],
+    backend: Backend,
+    zarr: ZarrOptions,
+    pyramid: &PyramidOptions,
+    ngff: &NgffOptions,
+) -> Result<MultiscaleStream, StreamError> {
+    let rank = spec.shape().len();
+    let (axes, scale) = ngff.check(rank)?;
+    if zarr.dimension_names.is_some() {
+        return Err(StreamError::Invalid(
+            "an OME-Zarr image names its dimensions with its axes, not with dimension names".into(),
+        ));
+    }
+    // by default every dimension but the first is halved, a channel axis aside
+    let pyramid = &PyramidOptions {
+        downsample: pyramid.downsample.clone().or_else(|| {
+            Some(
+                (0..rank)
+                    .map(|d| d > 0 && axes[d].kind != "channel")
+                    .collect(),
+            )
+        }),
+        ..pyramid.clone()
+    };
+    let halve = pyramid.halved(&spec)?;
+    let levels = pyramid.level_specs(&spec)?.len();
+    let root = zarr.path.clone();
+    let group = Group::create(&zarr)?;
+    let names: Vec<String> = axes.iter().map(|a| a.name.clone()).collect();
+    let stream = MultiscaleStream::new(spec, fill, backend, pyramid, |k, _| {
+        Ok(Box::new(ZarrSink::new(ZarrOptions {
+            path: root.join(k.to_string()),
+            dimension_names: Some(names.clone()),
+            overwrite: false,
+            ..zarr.clone()
+        })))
+    })?;
+    group.put_metadata(&group_metadata(&axes, &scale, pyramid, &halve, levels))?;
+    Ok(stream)
+}
+
+/// What a stream writes: a Zarr store or nothing, with or without a
+/// pyramid and OME-Zarr metadata.
+///
+/// ```
+/// use retile_ngff::{open_output, Output};
+/// use retile_plan::{DType, StreamSpec};
+/// use retile_pyramid::{Backend, PyramidOptions};
+/// // a pyramid measured without writing anything
+/// let spec = StreamSpec::new(DType::U8, vec![0, 8, 8], vec![1, 4, 4])?;
+/// let output = Output { pyramid: Some(PyramidOptions::default()), ..Default::default() };
+/// let mut stream = open_output(spec, &[0], Backend::Cpu { threads: 1 }, &output)?;
+/// stream.append(&[1; 64])?;
+/// assert_eq!(stream.finish()?.levels.len(), 2);
+/// # Ok::<(), retile_plan::StreamError>(())
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct Output {
+    /// The Zarr store; `None` = tiles are made and dropped (for measuring).
+    pub zarr: Option<ZarrOptions>,
+    /// The pyramid; `None` = level 0 alone.
+    pub pyramid: Option<PyramidOptions>,
+    /// OME-Zarr metadata. A pyramid is always written as an OME-Zarr
+    /// image (`None` = default axes); without a pyramid, `Some` makes a
+    /// one-level image and `None` a plain array.
+    pub ngff: Option<NgffOptions>,
+}
+
+/// Opens the stream `output` describes.
+pub fn open_output(
+    spec: StreamSpec,
+    fill: &[u8],
+    backend: Backend,
+    output: &Output,
+) -> Result<MultiscaleStream, StreamError> {
+    let one_level = PyramidOptions {
+        levels: Some(1),
+        ..Default::default()
+    };
+    let pyramid = output.pyramid.as_ref().unwrap_or(&one_level);
+    match (
+        &output.zarr,
+        output.pyramid.is_some() || output.ngff.is_some(),
+    ) {
+        (None, _) if output.ngff.is_some() => Err(StreamError::Invalid(
+            "OME-Zarr metadata needs a store to be written to".into(),
+        )),
+        (None, _) => {
+            MultiscaleStream::new(spec, fill, backend, pyramid, |_, _| Ok(Box::new(NullSink)))
+        }
+        (Some(zarr), false) => {
+            MultiscaleStream::single(spec, fill, backend, Box::new(ZarrSink::new(zarr.clone())))
+        }
+        (Some(zarr), true) => open_ngff(
+            spec,
+            fill,
+            backend,
+            zarr.clone(),
+            pyramid,
+            &output.ngff.clone().unwrap_or_default(),
+        ),
+    }
+}

@@ -1,0 +1,528 @@
+//! The tile-stream plan: everything about a stream that is known before the
+//! first byte arrives, computed with the layout algebra.
+
+use std::fmt;
+
+use retile_layout::{logical_divide, row_major_strides, Layout, Tiler};
+use serde::Serialize;
+
+use crate::dtype::{DType, StreamDType};
+use crate::error::StreamError;
+use crate::tile_map::TileMap;
+
+/// Most tiles a plan lists.
+pub const MAX_LISTED_TILES: usize = 4096;
+
+/// What a stream is: its element type and, per dimension (slowest first),
+/// its extent and tile extent. Extent 0 on the first dimension means
+/// unbounded.
+///
+/// ```
+/// use retile_plan::{DType, StreamSpec};
+/// let spec = StreamSpec::new(DType::U16, vec![0, 2048, 2048], vec![64, 256, 256]).unwrap();
+/// assert!(spec.is_unbounded());
+/// assert!(StreamSpec::new(DType::U16, vec![4, 0], vec![2, 2]).is_err());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StreamSpec {
+    dtype: DType,
+    shape: Vec<u64>,
+    tile: Vec<u64>,
+}
+
+impl StreamSpec {
+    /// Checks ranks (1 to 16, equal), extents (only the first may be 0) and
+    /// tile extents (at least 1), and that the sizes fit in 63 bits.
+    pub fn new(dtype: DType, shape: Vec<u64>, tile: Vec<u64>) -> Result<StreamSpec, StreamError> {
+        let invalid = |m: String| Err(StreamError::Invalid(m));
+        if shape.is_empty() || shape.len() > 16 {
+            return invalid(format!(
+                "a stream has 1 to 16 dimensions, not {}",
+                shape.len()
+            ));
+        }
+        if tile.len() != shape.len() {
+            return invalid(format!(
+                "the tile has {} dimensions but the shape has {}",
+                tile.len(),
+                shape.len()
+            ));
+        }
+        if let Some(d) = shape.iter().skip(1).position(|&s| s == 0) {
+            return invalid(format!(
+                "dimension {} has extent 0; only the first (slowest) may be 0, meaning unbounded",
+                d + 1
+            ));
+        }
+        if let Some(d) = tile.iter().position(|&n| n == 0) {
+            return invalid(format!(
+                "tile extent of dimension {d} is 0; every tile extent must be at least 1"
+            ));
+        }
+        let dtype = dtype.check_streamable()?;
+        let spec = StreamSpec { dtype, shape, tile };
+        let epoch_elems = spec.plane_elements()?.checked_mul(spec.tile[0]);
+        let tile_bytes = spec
+            .tile
+            .iter()
+            .try_fold(dtype.size() as u64, |a, &n| a.checked_mul(n));
+        let total = spec
+            .shape
+            .iter()
+            .try_fold(dtype.size() as u64, |a, &s| a.checked_mul(s.max(1)));
+        if [epoch_elems, tile_bytes, total]
+            .iter()
+            .any(|v| v.is_none_or(|v| v > i64::MAX as u64 / 4))
+        {
+            return invalid("the shape or tile is too large: sizes must fit in 61 bits".into());
+        }
+        Ok(spec)
+    }
+
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    /// Extents, slowest first (0 first = unbounded).
+    pub fn shape(&self) -> &[u64] {
+        &self.shape
+    }
+
+    /// Tile extents, slowest first.
+    pub fn tile(&self) -> &[u64] {
+        &self.tile
+    }
+
+    /// The first dimension has no end.
+    pub fn is_unbounded(&self) -> bool {
+        self.shape[0] == 0
+    }
+
+    /// Elements in one plane (one index of the slowest dimension).
+    pub fn plane_elements(&self) -> Result<u64, StreamError> {
+        self.shape[1..]
+            .iter()
+            .try_fold(1u64, |a, &s| a.checked_mul(s))
+            .ok_or_else(|| StreamError::Invalid("a plane has more than 2^64 elements".into()))
+    }
+}
+
+/// The span of input indices over which a tile receives its elements.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TileSpan {
+    /// Tile coordinates, slowest first.
+    pub tile: Vec<u64>,
+    /// Input index of its first element.
+    pub first: u64,
+    /// Input index of its last element.
+    pub last: u64,
+}
+
+/// The plan of a tile stream: tile counts, the lifted layout, the
+/// tile lifetime constant `C`, the live-tile bound `M`, epochs, slots and
+/// the memory they take.
+///
+/// ```
+/// use retile_plan::{DType, StreamPlan, StreamSpec};
+/// let spec = StreamSpec::new(DType::U16, vec![4, 4, 6], vec![2, 2, 3]).unwrap();
+/// let plan = StreamPlan::new(&spec).unwrap();
+/// assert_eq!(plan.c(), 32);
+/// assert_eq!(plan.m(), 4);
+/// assert_eq!(plan.lifted_strides(), vec![48, 24, 12, 6, 3, 1]);
+/// ```
+#[derive(Debug, Clone)]
+pub struct StreamPlan {
+    spec: StreamSpec,
+    counts: Vec<u64>,
+    /// Where every element lives, in the input and in the epoch buffers.
+    map: TileMap,
+}
+
+impl StreamPlan {
+    /// Computes the plan: the lifted layout is the logical divide of the
+    /// row-major input layout by the tile, mode by mode.
+    pub fn new(spec: &StreamSpec) -> Result<StreamPlan, StreamError> {
+        let extents: Vec<u64> = spec
+            .shape
+            .iter()
+            .zip(&spec.tile)
+            .map(|(&s, &n)| if s == 0 { n } else { s })
+            .collect();
+        let counts: Vec<u64> = extents
+            .iter()
+            .zip(&spec.tile)
+            .map(|(&s, &n)| s.div_ceil(n))
+            .collect();
+        let fastest_first: Vec<i64> = extents.iter().rev().map(|&s| s as i64).collect();
+        let strides: Vec<i64> = row_major_strides(&extents)
+            .into_iter()
+            .rev()
+            .map(|s| s as i64)
+            .collect();
+        let input = Layout::new(fastest_first[..].into(), strides[..].into())?;
+        let tiler = Tiler::Modes(
+            spec.tile
+                .iter()
+                .rev()
+                .map(|&n| Layout::vector(n as i64, 1).map(Tiler::Layout))
+                .collect::<Result<_, _>>()?,
+        );
+        let lifted = logical_divide(&input, &tiler)?;
+        let esize = spec.dtype.size() as u64;
+        let slot = slot_bytes_of(spec.tile.iter().product::<u64>() * esize);
+        let buffer = counts[1..].iter().try_fold(slot, |a, &t| a.checked_mul(t));
+        if buffer.is_none_or(|b| b > i64::MAX as u64 / 4) {
+            return Err(StreamError::Invalid(
+                "one epoch of tiles would not fit in 61 bits of bytes: use fewer or smaller tiles"
+                    .into(),
+            ));
+        }
+        let map = TileMap::new(lifted, &spec.shape, &spec.tile, &counts, slot / esize)?;
+        let plan = StreamPlan {
+            spec: spec.clone(),
+            counts,
+            map,
+        };
+        Ok(plan)
+    }
+
+    /// The stream this plans.
+    pub fn spec(&self) -> &StreamSpec {
+        &self.spec
+    }
+
+    /// Tiles per dimension, slowest first (the first is that of one epoch
+    /// when the stream is unbounded).
+    pub fn tile_counts(&self) -> &[u64] {
+        &self.counts
+    }
+
+    /// The lifted layout in CuTe form, fastest mode first: mode `k` is
+    /// `(n, t):(stride(n), stride(t))` of the `k`-th fastest dimension.
+    pub fn lifted_layout(&self) -> &Layout {
+        self.map.input_layout()
+    }
+
+    /// Where every element lives, in the input and in the epoch buffers:
+    /// the one source of tile placement.
+    pub fn tile_map(&self) -> &TileMap {
+        &self.map
+    }
+
+    /// The lifted shape, slowest first: `[t_0, n_0, t_1, n_1, ...]`.
+    pub fn lifted_shape(&self) -> Vec<u64> {
+        self.counts
+            .iter()
+            .zip(&self.spec.tile)
+            .flat_map(|(&t, &n)| [t, n])
+            .collect()
+    }
+
+    /// Input strides of the lifted shape, slowest first.
+    pub fn lifted_strides(&self) -> Vec<u64> {
+        (0..self.spec.shape.len())
+            .flat_map(|d| {
+                let (sn, st) = self.map.input_strides(d);
+                [st, sn]
+            })
+            .collect()
+    }
+
+    /// `C`: how many input indices after its first a full tile receives its last.
+    pub fn c(&self) -> u64 {
+        self.map.reach()
+    }
+
+    /// `M`: tiles live at once, the product of the tile counts of all
+    /// dimensions but the slowest. One epoch holds exactly `M` tiles.
+    pub fn m(&self) -> u64 {
+        self.counts[1..].iter().product()
+    }
+
+    /// Input elements in one epoch (`stride(t_0)`).
+    pub fn epoch_elements(&self) -> u64 {
+        self.map.input_strides(0).1
+    }
+
+    /// Planes of input in epoch `epoch`: the slowest tile extent, fewer in
+    /// the last epoch of a bounded stream.
+    ///
+    /// ```
+    /// use retile_plan::{DType, StreamPlan, StreamSpec};
+    /// let plan = StreamPlan::new(&StreamSpec::new(DType::U8, vec![5, 4], vec![2, 2]).unwrap()).unwrap();
+    /// assert_eq!((plan.epoch_planes(0), plan.epoch_planes(2)), (2, 1));
+    /// ```
+    pub fn epoch_planes(&self, epoch: u64) -> u64 {
+        let n0 = self.spec.tile[0];
+        match self.spec.is_unbounded() {
+            true => n0,
+            false => n0.min(self.spec.shape[0].saturating_sub(epoch.saturating_mul(n0))),
+        }
+    }
+
+    /// Elements in one tile.
+    pub fn tile_elements(&self) -> u64 {
+        self.spec.tile.iter().product()
+    }
+
+    /// Bytes of one tile.
+    ///
+    /// ```
+    /// use retile_plan::{DType, StreamPlan, StreamSpec};
+    /// let plan = StreamPlan::new(&StreamSpec::new(DType::U16, vec![0, 8, 6], vec![2, 4, 3]).unwrap()).unwrap();
+    /// assert_eq!(plan.tile_bytes(), 48);
+    /// ```
+    pub fn tile_bytes(&self) -> u64 {
+        self.tile_elements() * self.spec.dtype.size() as u64
+    }
+
+    /// Bytes from the start of one slot of an epoch buffer to the next: the
+    /// tile, plus one cache line when the tile is a multiple of 4 KiB, so
+    /// that the tiles of an epoch do not all start at the same offset of
+    /// their memory pages (the streaming stores into many tiles at once then
+    /// spread over the memory's banks instead of queueing on a few).
+    ///
+    /// ```
+    /// use retile_plan::{DType, StreamPlan, StreamSpec};
+    /// let plan = |tile| StreamPlan::new(&StreamSpec::new(DType::U16, vec![0, 512, 512], tile).unwrap()).unwrap();
+    /// assert_eq!(plan(vec![2, 4, 3]).slot_bytes(), 48);
+    /// assert_eq!(plan(vec![64, 64, 64]).slot_bytes(), 512 * 1024 + 64);
+    /// ```
+    pub fn slot_bytes(&self) -> u64 {
+        slot_bytes_of(self.tile_bytes())
+    }
+
+    /// Bytes of one epoch's buffer: the ring of `M` slots.
+    pub fn epoch_buffer_bytes(&self) -> u64 {
+        self.m() * self.slot_bytes()
+    }
+
+    /// The span of tile `tile` (slowest first): its first and last input
+    /// index; `None` if `tile` is not a tile of the stream. Edge tiles of
+    /// ragged dimensions end early.
+    ///
+    /// ```
+    /// use retile_plan::{DType, StreamPlan, StreamSpec};
+    /// let plan = StreamPlan::new(&StreamSpec::new(DType::U8, vec![4, 4, 6], vec![2, 2, 3]).unwrap()).unwrap();
+    /// assert_eq!(plan.tile_span(&[0, 1, 1]).map(|t| (t.first, t.last)), Some((15, 47)));
+    /// assert!(plan.tile_span(&[0, 2, 0]).is_none());
+    /// ```
+    pub fn tile_span(&self, tile: &[u64]) -> Option<TileSpan> {
+        let unbounded = self.spec.is_unbounded();
+        let inside = tile.len() == self.counts.len()
+            && tile
+                .iter()
+                .zip(&self.counts)
+                .enumerate()
+                .all(|(d, (&t, &n))| t < n || (d == 0 && unbounded));
+        inside.then(|| self.span_of(tile))
+    }
+
+    fn span_of(&self, tile: &[u64]) -> TileSpan {
+        let (first, last) = self.map.span(tile);
+        TileSpan {
+            tile: tile.to_vec(),
+            first,
+            last,
+        }
+    }
+
+    /// The tiles in the order they start (and finish), up to `limit`; an
+    /// unbounded stream lists its first epoch.
+    pub fn tiles(&self, limit: usize) -> Vec<TileSpan> {
+        let mut out = Vec::new();
+        let mut coord = vec![0u64; self.counts.len()];
+        while out.len() < limit {
+            out.push(self.span_of(&coord));
+            let Some(d) = (0..coord.len())
+                .rev()
+                .find(|&d| coord[d] + 1 < self.counts[d])
+            else {
+                break;
+            };
+            coord[d] += 1;
+            coord[d + 1..].iter_mut().for_each(|c| *c = 0);
+        }
+        out
+    }
+
+    /// Total tiles (`None` when unbounded).
+    pub fn tile_total(&self) -> Option<u64> {
+        (!self.spec.is_unbounded()).then(|| self.counts.iter().product())
+    }
+
+    /// For each ragged dimension (slowest first): how many elements the edge
+    /// tiles hold out of their extent.
+    pub fn padding(&self) -> Vec<(usize, u64, u64)> {
+        (0..self.spec.shape.len())
+            .filter(|&d| {
+                self.spec.shape[d] != 0 && !self.spec.shape[d].is_multiple_of(self.spec.tile[d])
+            })
+            .map(|d| (d, self.spec.shape[d] % self.spec.tile[d], self.spec.tile[d]))
+            .collect()
+    }
+
+    /// The plan as JSON, shapes and tiles slowest dimension first.
+    pub fn to_json(&self) -> serde_json::Value {
+        let listed = self.tiles(MAX_LISTED_TILES);
+        let unbounded = self.spec.is_unbounded();
+        let counts: Vec<serde_json::Value> = self
+            .counts
+            .iter()
+            .enumerate()
+            .map(|(d, &t)| {
+                if d == 0 && unbounded {
+                    serde_json::Value::Null
+                } else {
+                    t.into()
+                }
+            })
+            .collect();
+        let mut lifted_shape: Vec<serde_json::Value> =
+            self.lifted_shape().into_iter().map(Into::into).collect();
+        if unbounded {
+            lifted_shape[0] = serde_json::Value::Null;
+        }
+        serde_json::json!({
+            "dtype": self.spec.dtype.to_string(),
+            "shape": self.spec.shape,
+            "tile": self.spec.tile,
+            "unbounded": unbounded,
+            "tile_counts": counts,
+            "lifted_layout": self.lifted_layout().to_string(),
+            "lifted_shape": lifted_shape,
+            "lifted_strides": self.lifted_strides(),
+            "C": self.c(),
+            "M": self.m(),
+            "epoch_elements": self.epoch_elements(),
+            "tile_elements": self.tile_elements(),
+            "memory_bytes": 2 * self.epoch_buffer_bytes(),
+            "padding": self.padding().iter().map(|&(d, r, n)| serde_json::json!({"dim": d, "edge_extent": r, "tile_extent": n})).collect::<Vec<_>>(),
+            "tiles_truncated": self.tile_total().is_none_or(|t| t > listed.len() as u64),
+            "tiles": listed,
+        })
+    }
+}
+
+/// Bytes of a slot holding a tile of `tile_bytes`: see [`StreamPlan::slot_bytes`].
+fn slot_bytes_of(tile_bytes: u64) -> u64 {
+    match tile_bytes % 4096 {
+        0 => tile_bytes + 64,
+        _ => tile_bytes,
+    }
+}
+
+impl fmt::Display for StreamPlan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let spec = &self.spec;
+        let unbounded = spec.is_unbounded();
+        writeln!(
+            f,
+            "stream plan: {} shape {:?} tile {:?} (slowest dimension first{})",
+            spec.dtype,
+            spec.shape,
+            spec.tile,
+            if unbounded { "; 0 = unbounded" } else { "" }
+        )?;
+        writeln!(
+            f,
+            "  tile counts     {:?}{}",
+            self.counts,
+            if unbounded {
+                " (first: per epoch; the stream is unbounded)"
+            } else {
+                ""
+            }
+        )?;
+        writeln!(
+            f,
+            "  lifted layout   {}  (CuTe, fastest mode first: (n,t):(stride n, stride t))",
+            self.lifted_layout()
+        )?;
+        writeln!(f, "  lifted shape    {:?}", self.lifted_shape())?;
+        writeln!(f, "  lifted strides  {:?}", self.lifted_strides())?;
+        writeln!(
+            f,
+            "  C = {}: a tile's last input index is its first + C",
+            self.c()
+        )?;
+        writeln!(
+            f,
+            "  M = {} live tiles (ring slots); slot = tile index within its epoch",
+            self.m()
+        )?;
+        writeln!(
+            f,
+            "  epoch = {} input elements ({} planes)",
+            self.epoch_elements(),
+            spec.tile[0]
+        )?;
+        let bytes = self.epoch_buffer_bytes();
+        writeln!(
+            f,
+            "  memory: 2 epoch buffers x {} slots x {} B ({} elements x {} B{}) = {} B",
+            self.m(),
+            self.slot_bytes(),
+            self.tile_elements(),
+            spec.dtype.size(),
+            match self.slot_bytes() - self.tile_bytes() {
+                0 => String::new(),
+                pad => format!(", then {pad} B to the next slot"),
+            },
+            2 * bytes
+        )?;
+        let padding = self.padding();
+        if padding.is_empty() {
+            writeln!(
+                f,
+                "  padding: none (every extent is a multiple of its tile)"
+            )?;
+        }
+        for (d, r, n) in padding {
+            writeln!(f, "  padding: edge tiles of dimension {d} hold {r} of {n}; the rest is the fill value")?;
+        }
+        let listed = self.tiles(32);
+        writeln!(f, "  tiles (first .. last input index -> slot):")?;
+        for (i, t) in listed.iter().enumerate() {
+            writeln!(
+                f,
+                "    {:?}  {} .. {}  -> slot {}",
+                t.tile,
+                t.first,
+                t.last,
+                i as u64 % self.m()
+            )?;
+        }
+        if self.tile_total().is_none_or(|t| t > listed.len() as u64) {
+            writeln!(f, "    ...")?;
+        }
+        Ok(())
+    }
+}
+
+/// Row-major coordinates of `index` over `extents`.
+///
+/// ```
+/// assert_eq!(retile_plan::unravel(5, &[2, 3]), vec![1, 2]);
+/// ```
+pub fn unravel(mut index: u64, extents: &[u64]) -> Vec<u64> {
+    let mut coords = vec![0; extents.len()];
+    for (c, &e) in coords.iter_mut().zip(extents).rev() {
+        *c = index % e;
+        index /= e;
+    }
+    coords
+}
+
+/// The row-major index of `coords` over `extents`.
+///
+/// ```
+/// assert_eq!(retile_plan::ravel(&[1, 2], &[2, 3]), 5);
+/// ```
+pub fn ravel(coords: &[u64], extents: &[u64]) -> u64 {
+    coords
+        .iter()
+        .zip(extents)
+        .fold(0, |acc, (&c, &e)| acc * e + c)
+}

@@ -1,0 +1,909 @@
+//! Zarr stores in S3-compatible object storage, through the `object_store`
+//! crate: chunks and small shards go up as one `PUT` each; an object of
+//! more than a part ([`PART_BYTES`], and a little) as a multipart upload fed as its epochs
+//! land, a few parts in flight, completed when the object is closed (a
+//! shard: with its index) and aborted if anything fails or the stream is
+//! dropped first. Requests are retried with exponential backoff on
+//! throttling, server errors and dropped connections; one that keeps
+//! failing fails the stream with its key and the server's answer.
+//!
+//! `object_store` is async: each store runs a small tokio runtime of its
+//! own, which uploads the parts and single `PUT`s in tasks while the
+//! sink's threads go on. The parts and `PUT`s uploading at once are
+//! bounded store-wide ([`IN_FLIGHT_PARTS`]), those of closed objects
+//! included, which bounds the memory they hold.
+//! A row's completions do not hold the sink up: each multipart upload is
+//! completed by a task of its own, and the next metadata document is put by
+//! a task that waits for every object closed before it and for the
+//! document before it (see [`Bucket::put_after_closed`]), while the next
+//! rows' parts go up. At most [`ROWS_COMPLETING`] rows are being completed
+//! at once; a failure of any fails the stream at the next part, `PUT` or
+//! metadata, naming the object and the server's answer.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::TryStreamExt;
+use object_store::aws::{AmazonS3, AmazonS3Builder, AmazonS3ConfigKey};
+use object_store::path::Path as Key;
+use object_store::{
+    BackoffConfig, ClientConfigKey, MultipartUpload, ObjectStore, ObjectStoreExt, PutPayload,
+    RetryConfig,
+};
+use tokio::task::JoinSet;
+
+use retile_plan::StreamError;
+
+use crate::error::DestError;
+
+/// Bytes of one part of a multipart upload (S3 takes 5 MiB to 5 GiB, all
+/// parts but the last of one size); an object smaller than one part is
+/// uploaded with a single `PUT`.
+pub const PART_BYTES: usize = 8 << 20;
+
+/// Parts and single `PUT`s uploading at once in one store, whichever
+/// objects they belong to (open ones, and closed ones whose completion
+/// waits for them): with [`PART_BYTES`], they bound the memory that uploads
+/// in flight hold.
+///
+/// ```
+/// use retile_store::{IN_FLIGHT_PARTS, PART_BYTES};
+/// assert_eq!(IN_FLIGHT_PARTS * PART_BYTES, 256 << 20);
+/// ```
+pub const IN_FLIGHT_PARTS: usize = 32;
+
+/// Rows of objects being completed (their metadata waiting for them)
+/// while the next row uploads. A completion holds no bytes once its parts
+/// are up, and a server may take long over one (S3 says a large object's
+/// can take minutes; a local server copies the parts into one file):
+/// several rows completing keep the stream going meanwhile.
+///
+/// ```
+/// // with the row being written, at most this many rows have uploads open
+/// assert_eq!(retile_store::ROWS_COMPLETING + 1, 5);
+/// ```
+pub const ROWS_COMPLETING: usize = 4;
+
+/// Bytes past a whole part kept before the part goes up: an object of at
+/// most `PART_BYTES + SLACK_BYTES` is one `PUT`.
+const SLACK_BYTES: usize = 1 << 20;
+
+/// Where an EC2 instance's metadata service answers, unless
+/// `AWS_METADATA_ENDPOINT` (or the `aws_metadata_endpoint` setting) says
+/// otherwise.
+const METADATA_ENDPOINT: &str = "http://169.254.169.254";
+
+/// How long the metadata service has to take a connection.
+const METADATA_PROBE: Duration = Duration::from_secs(1);
+
+/// Whether an instance metadata service takes a connection at `endpoint`
+/// (`http://HOST[:PORT]`) within a second, and `AWS_EC2_METADATA_DISABLED`
+/// does not turn it off: credentials then come from the instance's role.
+fn metadata_service_answers(endpoint: &str) -> bool {
+    use std::net::ToSocketAddrs;
+    let disabled =
+        std::env::var("AWS_EC2_METADATA_DISABLED").is_ok_and(|v| v.eq_ignore_ascii_case("true"));
+    let Some(authority) = endpoint
+        .strip_prefix("http://")
+        .and_then(|rest| rest.split('/').next())
+    else {
+        return false;
+    };
+    let with_port = match authority.rsplit_once(':') {
+        Some((_, port)) if port.parse::<u16>().is_ok() => authority.to_string(),
+        _ => format!("{authority}:80"),
+    };
+    !disabled
+        && with_port
+            .to_socket_addrs()
+            .ok()
+            .and_then(|mut addresses| addresses.next())
+            .is_some_and(|address| {
+                std::net::TcpStream::connect_timeout(&address, METADATA_PROBE).is_ok()
+            })
+}
+
+/// Whether request bodies go up unsigned (`UNSIGNED-PAYLOAD`, no SHA-256 of
+/// every byte): as the user set it (`aws_unsigned_payload`), else over
+/// https, where TLS already protects the bytes, as the AWS SDKs do; over
+/// plain http the payload's signature is its only check, so it is kept.
+fn payloads_unsigned(endpoint: &str, setting: Option<&str>) -> bool {
+    match setting {
+        Some(v) => v.eq_ignore_ascii_case("true") || v == "1",
+        None => !endpoint.starts_with("http://"),
+    }
+}
+
+/// How long an abandoned multipart upload may take to abort before it is
+/// left to the bucket's lifecycle rules.
+const ABORT_WAIT: Duration = Duration::from_secs(5);
+
+/// Threads of each store's runtime: they only wait on the network.
+const RUNTIME_THREADS: usize = 4;
+
+/// How long a store dropped unfinished (a failed or abandoned stream) waits
+/// for the completions already under way before it stops them.
+const DRAIN_WAIT: Duration = Duration::from_secs(10);
+
+/// How a store in object storage is reached; the endpoint, region and
+/// credentials come from the standard `AWS_*` environment variables
+/// (`AWS_ENDPOINT_URL`, `AWS_REGION`, `AWS_ACCESS_KEY_ID`,
+/// `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, `AWS_ALLOW_HTTP`, ...).
+///
+/// ```
+/// let s3 = retile_store::S3Options { allow_http: true, ..Default::default() };
+/// assert_eq!(s3.retries, 10);
+/// ```
+#[derive(Debug, Clone)]
+pub struct S3Options {
+    /// Allow a plain `http://` endpoint (data and signatures unencrypted);
+    /// also allowed by `AWS_ALLOW_HTTP=true`.
+    pub allow_http: bool,
+    /// Retries of a request refused for throttling (429, 503 `SlowDown`),
+    /// a server error or a dropped connection, with exponential backoff.
+    pub retries: usize,
+    /// The longest time a request is retried for, from its first try.
+    pub retry_timeout: Duration,
+    /// The first backoff between tries (it doubles, up to 15 s).
+    pub backoff: Duration,
+    /// Settings that take the place of the environment's, as
+    /// `object_store`'s S3 configuration keys name them (`aws_endpoint`,
+    /// `aws_region`, `aws_access_key_id`, `aws_secret_access_key`, ...):
+    /// for a program that writes to several stores, or takes its
+    /// settings from elsewhere.
+    pub config: Vec<(String, String)>,
+    /// Counters of the bytes uploaded and requests made, added to as they
+    /// happen (for a progress display); shared by every store written
+    /// with these options (the levels of a pyramid).
+    pub traffic: Option<Arc<S3Traffic>>,
+}
+
+/// Bytes uploaded and requests made so far, read while a stream runs.
+///
+/// ```
+/// let t = retile_store::S3Traffic::default();
+/// assert_eq!(t.uploaded_bytes(), 0);
+/// ```
+#[derive(Debug, Default)]
+pub struct S3Traffic {
+    uploaded: AtomicU64,
+    requests: AtomicU64,
+}
+
+impl S3Traffic {
+    /// Bytes of objects completed (metadata included).
+    pub fn uploaded_bytes(&self) -> u64 {
+        self.uploaded.load(Ordering::Relaxed)
+    }
+
+    /// Requests made.
+    pub fn requests(&self) -> u64 {
+        self.requests.load(Ordering::Relaxed)
+    }
+}
+
+impl Default for S3Options {
+    fn default() -> Self {
+        S3Options {
+            allow_http: false,
+            retries: 10,
+            retry_timeout: Duration::from_secs(120),
+            backoff: Duration::from_millis(100),
+            config: Vec::new(),
+            traffic: None,
+        }
+    }
+}
+
+/// A store's prefix in a bucket, its client and its runtime.
+pub(crate) struct Bucket {
+    shared: Arc<Shared>,
+    prefix: String,
+    url: PathBuf,
+    runtime: tokio::runtime::Runtime,
+    rows: std::sync::Mutex<Rows>,
+}
+
+/// What the store's upload tasks share with it: the client, the counters
+/// and the first failure of a task that no caller waits on.
+struct Shared {
+    store: AmazonS3,
+    uploaded: AtomicU64,
+    requests: AtomicU64,
+    traffic: Option<Arc<S3Traffic>>,
+    failure: std::sync::Mutex<Option<Failed>>,
+    /// Permits for [`IN_FLIGHT_PARTS`] parts uploading at once.
+    parts: Arc<tokio::sync::Semaphore>,
+}
+
+/// A metadata document being put by a task: awaited by the next document's
+/// task (rows are claimed in order) and by the store (rows completing are
+/// bounded), so shared.
+type Claim = futures::future::Shared<futures::future::BoxFuture<'static, Result<(), Failed>>>;
+
+/// The completions under way: those of the objects closed since the last
+/// metadata document, and the documents being put, oldest first.
+#[derive(Default)]
+struct Rows {
+    closing: Vec<tokio::task::JoinHandle<Result<(), Failed>>>,
+    claims: std::collections::VecDeque<Claim>,
+}
+
+/// An upload finished by a task of the store's runtime that failed: what
+/// it was doing (naming the object) and the server's answer.
+///
+/// It fails the stream at the sink's next request to the store.
+#[derive(Debug, Clone)]
+pub(crate) struct Failed {
+    doing: String,
+    answer: String,
+}
+
+impl std::fmt::Display for Failed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.doing, self.answer)
+    }
+}
+
+impl std::error::Error for Failed {}
+
+impl Shared {
+    fn count(&self, requests: u64, bytes: u64) {
+        self.requests.fetch_add(requests, Ordering::Relaxed);
+        self.uploaded.fetch_add(bytes, Ordering::Relaxed);
+        if let Some(shared) = &self.traffic {
+            shared.requests.fetch_add(requests, Ordering::Relaxed);
+            shared.uploaded.fetch_add(bytes, Ordering::Relaxed);
+        }
+    }
+
+    /// Keeps the first failure of a task.
+    fn record(&self, failed: &Failed) {
+        let mut first = self.failure.lock().unwrap_or_else(|e| e.into_inner());
+        first.get_or_insert_with(|| failed.clone());
+    }
+
+    /// Puts `bytes` at `key` (`name` in messages) with one `PUT`, counted.
+    async fn put(&self, key: &Key, name: &str, bytes: Vec<u8>) -> Result<(), Failed> {
+        let len = bytes.len() as u64;
+        self.count(1, 0);
+        let put = self.store.put(key, PutPayload::from(bytes)).await;
+        put.map_err(|e| Failed {
+            doing: format!("putting {name}"),
+            answer: explain(e).to_string(),
+        })?;
+        self.count(0, len);
+        Ok(())
+    }
+
+    /// The first failure of a task, as the error of whatever comes next.
+    fn check(&self) -> Result<(), Failed> {
+        let first = self.failure.lock().unwrap_or_else(|e| e.into_inner());
+        first.clone().map_or(Ok(()), Err)
+    }
+}
+
+/// What the server said, as one line (its XML answer cut to its code and
+/// message), saying what to change where it refused the credentials.
+fn explain(e: object_store::Error) -> DestError {
+    use object_store::Error as E;
+    let denied = matches!(e, E::PermissionDenied { .. } | E::Unauthenticated { .. });
+    let text = e.to_string();
+    let between = |open: &str, close: &str| {
+        let from = text.find(open)? + open.len();
+        let len = text[from..].find(close)?;
+        Some(text[from..from + len].to_owned())
+    };
+    let code = between("<Code>", "</Code>");
+    let mut line = match text.find("<?xml").or_else(|| text.find("<Error>")) {
+        Some(at) => text[..at].trim_end().trim_end_matches(':').to_owned(),
+        None => text.clone(),
+    };
+    if let Some(code) = &code {
+        let message = between("<Message>", "</Message>").unwrap_or_default();
+        line = format!("{line}; the server said {code}: {message}");
+    }
+    let line = line.split_whitespace().collect::<Vec<_>>().join(" ");
+    let credentials = [
+        "InvalidAccessKeyId",
+        "SignatureDoesNotMatch",
+        "AccessDenied",
+        "ExpiredToken",
+        "InvalidToken",
+        "InvalidSecurity",
+    ];
+    let refused = denied
+        || text.contains("403 Forbidden")
+        || text.contains("401 Unauthorized")
+        || code.as_deref().is_some_and(|c| credentials.contains(&c));
+    match refused {
+        true => format!("the server refused the credentials (check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN and the bucket's policy): {line}").into(),
+        false => line.into(),
+    }
+}
+
+impl Bucket {
+    /// A client for `url` (`BUCKET/PREFIX`, without `s3://`), configured
+    /// from the environment and `options`.
+    pub fn connect(url: &str, options: &S3Options) -> Result<Bucket, StreamError> {
+        let (bucket, prefix) = url.split_once('/').unwrap_or((url, ""));
+        let prefix = prefix.trim_matches('/').to_owned();
+        let full = PathBuf::from(format!("s3://{url}"));
+        let invalid = |m: String| Err(StreamError::Invalid(m));
+        if bucket.is_empty() {
+            return invalid(format!(
+                "{}: an object store is written as s3://BUCKET/PREFIX",
+                full.display()
+            ));
+        }
+        let mut builder = AmazonS3Builder::from_env()
+            .with_bucket_name(bucket)
+            .with_retry(RetryConfig {
+                backoff: BackoffConfig {
+                    init_backoff: options.backoff,
+                    max_backoff: Duration::from_secs(15),
+                    base: 2.0,
+                },
+                max_retries: options.retries,
+                retry_timeout: options.retry_timeout,
+            });
+        for (key, value) in &options.config {
+            let key: AmazonS3ConfigKey = key.to_ascii_lowercase().parse().map_err(|_| {
+                StreamError::Invalid(format!(
+                    "'{key}' is not an S3 setting (use e.g. aws_endpoint, aws_region, aws_access_key_id)"
+                ))
+            })?;
+            builder = builder.with_config(key, value);
+        }
+        if options.allow_http {
+            builder = builder.with_config(
+                AmazonS3ConfigKey::Client(ClientConfigKey::AllowHttp),
+                "true",
+            );
+        }
+        let endpoint = builder
+            .get_config_value(&AmazonS3ConfigKey::Endpoint)
+            .unwrap_or_default();
+        let http_allowed = builder
+            .get_config_value(&AmazonS3ConfigKey::Client(ClientConfigKey::AllowHttp))
+            .is_some_and(|v| v.eq_ignore_ascii_case("true") || v == "1");
+        if endpoint.starts_with("http://") && !http_allowed {
+            return invalid(format!(
+                "the endpoint {endpoint} is plain http (unencrypted): allow plain http in the S3 options (allow_http) or with AWS_ALLOW_HTTP=true, or use https"
+            ));
+        }
+        let payload_setting = options
+            .config
+            .iter()
+            .rev()
+            .find(|(k, _)| {
+                k.to_ascii_lowercase().parse::<AmazonS3ConfigKey>().ok()
+                    == Some(AmazonS3ConfigKey::UnsignedPayload)
+            })
+            .map(|(_, v)| v.clone())
+            .or_else(|| std::env::var("AWS_UNSIGNED_PAYLOAD").ok());
+        if payloads_unsigned(&endpoint, payload_setting.as_deref()) {
+            builder = builder.with_config(AmazonS3ConfigKey::UnsignedPayload, "true");
+        }
+        let signed = builder
+            .get_config_value(&AmazonS3ConfigKey::SkipSignature)
+            .is_none_or(|v| !v.eq_ignore_ascii_case("true"));
+        let has_key = builder
+            .get_config_value(&AmazonS3ConfigKey::AccessKeyId)
+            .is_some();
+        let other_credentials = [
+            "AWS_WEB_IDENTITY_TOKEN_FILE",
+            "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+            "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+        ]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some());
+        if signed && !has_key && !other_credentials {
+            // an EC2 instance's role, from its metadata service, when it answers
+            let metadata = builder
+                .get_config_value(&AmazonS3ConfigKey::MetadataEndpoint)
+                .unwrap_or_else(|| METADATA_ENDPOINT.into());
+            if !metadata_service_answers(&metadata) {
+                return invalid(format!(
+                    "{}: no credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_ENDPOINT_URL for a server other than AWS); no instance metadata service answered at {metadata} either",
+                    full.display()
+                ));
+            }
+        }
+        let store = builder.build().map_err(|e| StreamError::Store {
+            doing: "configuring the S3 client".into(),
+            path: full.clone(),
+            source: explain(e),
+        })?;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(RUNTIME_THREADS)
+            .thread_name("retile-s3")
+            .enable_all()
+            .build()
+            .map_err(|e| StreamError::Store {
+                doing: "starting the upload threads".into(),
+                path: full.clone(),
+                source: e.into(),
+            })?;
+        let shared = Shared {
+            store,
+            uploaded: AtomicU64::new(0),
+            requests: AtomicU64::new(0),
+            traffic: options.traffic.clone(),
+            failure: std::sync::Mutex::new(None),
+            parts: Arc::new(tokio::sync::Semaphore::new(IN_FLIGHT_PARTS)),
+        };
+        Ok(Bucket {
+            shared: Arc::new(shared),
+            prefix,
+            url: full,
+            runtime,
+            rows: std::sync::Mutex::new(Rows::default()),
+        })
+    }
+
+    /// `s3://BUCKET/PREFIX`.
+    pub fn url(&self) -> &Path {
+        &self.url
+    }
+
+    /// The object key of `key` under the prefix.
+    fn key(&self, key: &str) -> Key {
+        Key::from_iter(
+            self.prefix
+                .split('/')
+                .chain(key.split('/'))
+                .filter(|p| !p.is_empty()),
+        )
+    }
+
+    fn fail(&self, doing: String, e: DestError) -> StreamError {
+        StreamError::Store {
+            doing,
+            path: self.url.clone(),
+            source: e,
+        }
+    }
+
+    fn count(&self, requests: u64, bytes: u64) {
+        self.shared.count(requests, bytes);
+    }
+
+    /// Bytes uploaded (objects completed) and requests made.
+    pub fn traffic(&self) -> (u64, u64) {
+        (
+            self.shared.uploaded.load(Ordering::Relaxed),
+            self.shared.requests.load(Ordering::Relaxed),
+        )
+    }
+
+    /// Checks that nothing is stored under the prefix, or deletes the
+    /// Zarr store there with `overwrite` (refusing to delete what is not one).
+    pub fn prepare(&self, overwrite: bool) -> Result<(), StreamError> {
+        let prefix = self.key("");
+        let store = &self.shared.store;
+        let listing = |doing: &str, e| self.fail(doing.into(), explain(e));
+        self.count(1, 0);
+        let first = self
+            .runtime
+            .block_on(async { store.list(Some(&prefix)).try_next().await })
+            .map_err(|e| listing("looking for a store already there", e))?;
+        if first.is_none() {
+            return Ok(());
+        }
+        let url = self.url.display();
+        if !overwrite {
+            return Err(StreamError::Invalid(format!(
+                "{url} already holds objects; choose a new prefix, or ask to overwrite it (the old store is deleted)"
+            )));
+        }
+        self.count(1, 0);
+        let is_zarr = self
+            .runtime
+            .block_on(store.head(&self.key("zarr.json")))
+            .map(|_| true)
+            .or_else(|e| match e {
+                object_store::Error::NotFound { .. } => Ok(false),
+                e => Err(e),
+            })
+            .map_err(|e| listing("looking for the old store's zarr.json", e))?;
+        if !is_zarr {
+            return Err(StreamError::Invalid(format!(
+                "{url} is not a Zarr store (it has no zarr.json); refusing to delete it"
+            )));
+        }
+        let deleted = self
+            .runtime
+            .block_on(async {
+                let keys = store.list(Some(&prefix)).map_ok(|m| m.location);
+                let deleted: Vec<Key> = store.delete_stream(Box::pin(keys)).try_collect().await?;
+                Ok::<_, object_store::Error>(deleted.len())
+            })
+            .map_err(|e| listing("deleting the old store", e))?;
+        self.count(deleted as u64, 0);
+        Ok(())
+    }
+
+    /// A permit of the store's [`IN_FLIGHT_PARTS`], waiting for one;
+    /// refused once an upload of the store failed.
+    fn permit(&self) -> Result<tokio::sync::OwnedSemaphorePermit, DestError> {
+        self.shared.check()?;
+        let permits = self.shared.parts.clone();
+        Ok(self.runtime.block_on(permits.acquire_owned())?)
+    }
+
+    /// Uploads `key` whole with one `PUT` by a task, as one of the store's
+    /// parts in flight; the next metadata document waits for it, and its
+    /// failure fails the next request.
+    fn put_closing(&self, key: &str, bytes: Vec<u8>) -> Result<(), DestError> {
+        let permit = self.permit()?;
+        let shared = self.shared.clone();
+        let (key, name) = (self.key(key), key.to_owned());
+        self.closing(async move {
+            let put = shared.put(&key, &name, bytes).await;
+            drop(permit);
+            if let Err(failed) = &put {
+                shared.record(failed);
+            }
+            put
+        });
+        Ok(())
+    }
+
+    /// Puts `key` (a metadata document) once every object closed before
+    /// this call is complete, and after the document put before it: a
+    /// reader never sees a claim of an object not yet there, nor a row
+    /// claimed before the rows above it. With `wait` this returns when it
+    /// is stored; without, it goes on in a task while the caller uploads
+    /// the next rows, and a failure fails the next request. Waits first
+    /// while [`ROWS_COMPLETING`] documents are under way.
+    pub fn put_after_closed(&self, key: &str, bytes: Vec<u8>, wait: bool) -> Result<(), DestError> {
+        let mut rows = self.lock_rows();
+        self.settle(&mut rows, ROWS_COMPLETING - 1)?;
+        let closing = std::mem::take(&mut rows.closing);
+        let previous = rows.claims.back().cloned();
+        let shared = self.shared.clone();
+        let (key, name) = (self.key(key), key.to_owned());
+        let claim = async move {
+            // every completion is waited for, failed or not, so that none
+            // is still aborting when the store is dropped
+            for completed in futures::future::join_all(closing).await {
+                completed.map_err(|e| Failed {
+                    doing: "completing an upload".into(),
+                    answer: e.to_string(),
+                })??;
+            }
+            if let Some(previous) = previous {
+                previous.await?;
+            }
+            shared.check()?;
+            shared.put(&key, &name, bytes).await
+        };
+        let task = self.runtime.spawn(claim);
+        let claim = async move {
+            task.await.unwrap_or_else(|e| {
+                Err(Failed {
+                    doing: "completing the uploads of a row".into(),
+                    answer: e.to_string(),
+                })
+            })
+        };
+        let claim: Claim =
+            futures::FutureExt::shared(Box::pin(claim) as futures::future::BoxFuture<'static, _>);
+        match wait {
+            true => self.wait_for(claim).map_err(DestError::from),
+            false => {
+                rows.claims.push_back(claim);
+                Ok(())
+            }
+        }
+    }
+
+    fn lock_rows(&self) -> std::sync::MutexGuard<'_, Rows> {
+        self.rows.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Waits for the oldest metadata documents being put until at most
+    /// `keep` are; then fails if any task of the store failed.
+    fn settle(&self, rows: &mut Rows, keep: usize) -> Result<(), Failed> {
+        while rows.claims.len() > keep {
+            if let Some(oldest) = rows.claims.pop_front() {
+                // a failure is recorded by `wait_for`, and reported just below
+                let _ = self.wait_for(oldest);
+            }
+        }
+        self.shared.check()
+    }
+
+    /// Waits for `claim`, keeping its failure as the store's.
+    fn wait_for(&self, claim: Claim) -> Result<(), Failed> {
+        let result = self.runtime.block_on(claim);
+        if let Err(failed) = &result {
+            self.shared.record(failed);
+        }
+        result
+    }
+
+    /// Hands the completion of a closed object to the store's runtime; the
+    /// next metadata document waits for it.
+    fn closing(
+        &self,
+        completion: impl std::future::Future<Output = Result<(), Failed>> + Send + 'static,
+    ) {
+        let task = self.runtime.spawn(completion);
+        self.lock_rows().closing.push(task);
+    }
+}
+
+impl Drop for Bucket {
+    /// A store dropped with completions under way (a failed or abandoned
+    /// stream) waits a little for them: an object completed is whole, one
+    /// that fails is aborted by its task; after [`DRAIN_WAIT`] the rest
+    /// are stopped and left to the bucket's lifecycle rules.
+    fn drop(&mut self) {
+        use futures::FutureExt;
+        let rows = std::mem::take(&mut *self.lock_rows());
+        let closing = rows.closing.into_iter().map(|t| t.map(drop).boxed());
+        let tasks: Vec<_> = closing
+            .chain(rows.claims.into_iter().map(|c| c.map(drop).boxed()))
+            .collect();
+        if tasks.is_empty() || tokio::runtime::Handle::try_current().is_ok() {
+            return;
+        }
+        let all = futures::future::join_all(tasks);
+        let _ = self
+            .runtime
+            .block_on(async { tokio::time::timeout(DRAIN_WAIT, all).await });
+    }
+}
+
+/// One object being written: the bytes of its unfinished part, and its
+/// multipart upload once it has a whole part.
+pub(crate) struct Upload {
+    bucket: Arc<Bucket>,
+    key: String,
+    pending: Vec<u8>,
+    offset: u64,
+    /// The object's expected length (a hint: it may end shorter or longer).
+    expected: u64,
+    multipart: Option<Multipart>,
+    in_flight: usize,
+}
+
+/// A multipart upload and its parts in flight.
+struct Multipart {
+    /// In a mutex only to be `Sync` (the sink's store is shared by its
+    /// writer threads); always reached through `&mut`, never locked.
+    upload: std::sync::Mutex<Box<dyn MultipartUpload>>,
+    parts: JoinSet<object_store::Result<()>>,
+}
+
+impl Upload {
+    /// An empty object at `key` of about `expected` bytes, keeping at most
+    /// `in_flight` parts uploading at once.
+    pub fn new(bucket: &Arc<Bucket>, key: &str, in_flight: usize, expected: u64) -> Upload {
+        Upload {
+            bucket: bucket.clone(),
+            key: key.to_owned(),
+            pending: Vec::new(),
+            offset: 0,
+            expected,
+            multipart: None,
+            in_flight: in_flight.max(1),
+        }
+    }
+
+    /// The offset the next pushed byte lands at.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// Appends `bytes`; a whole part goes up once [`SLACK_BYTES`] more
+    /// follow it, so that an object of a part and a little more (a shard
+    /// of 8 MiB of chunks and its index) is one `PUT`, not a multipart
+    /// upload of two parts.
+    pub fn push(&mut self, mut bytes: &[u8]) -> Result<(), DestError> {
+        while !bytes.is_empty() {
+            if self.pending.len() == PART_BYTES + SLACK_BYTES {
+                self.send_first_part()?;
+            }
+            let n = (PART_BYTES + SLACK_BYTES - self.pending.len()).min(bytes.len());
+            if self.pending.capacity() == 0 {
+                self.pending = Vec::with_capacity(self.room(self.offset, n));
+            }
+            self.pending.extend_from_slice(&bytes[..n]);
+            self.offset += n as u64;
+            bytes = &bytes[n..];
+        }
+        Ok(())
+    }
+
+    /// Bytes to allocate for a part that starts at `start` in the object
+    /// and is about to take `n` bytes: the rest of the object as expected,
+    /// at least `n`, at most a part and its slack, so that the part is
+    /// filled in place rather than grown and copied.
+    fn room(&self, start: u64, n: usize) -> usize {
+        let left = self.expected.saturating_sub(start);
+        usize::try_from(left)
+            .unwrap_or(usize::MAX)
+            .min(PART_BYTES + SLACK_BYTES)
+            .max(n)
+    }
+
+    /// Sends the first [`PART_BYTES`] of the pending bytes as a part; the
+    /// rest starts the next part, in room of its own.
+    fn send_first_part(&mut self) -> Result<(), DestError> {
+        let cut = PART_BYTES.min(self.pending.len());
+        let rest = self.pending.len() - cut;
+        let start = self.offset - rest as u64;
+        let mut next = Vec::with_capacity(self.room(start, rest));
+        next.extend_from_slice(&self.pending[cut..]);
+        self.pending.truncate(cut);
+        let part = std::mem::replace(&mut self.pending, next);
+        self.send(part)
+    }
+
+    /// Starts uploading `part`, the multipart upload first if need be, and
+    /// waits while more than `in_flight` parts are uploading.
+    fn send(&mut self, part: Vec<u8>) -> Result<(), DestError> {
+        let bucket = &*self.bucket;
+        // a permit of the store's parts in flight, held until the part is up
+        let permit = bucket.permit()?;
+        if self.multipart.is_none() {
+            bucket.count(1, 0);
+            let upload = bucket
+                .runtime
+                .block_on(bucket.shared.store.put_multipart(&bucket.key(&self.key)))
+                .map_err(explain)?;
+            self.multipart = Some(Multipart {
+                upload: std::sync::Mutex::new(upload),
+                parts: JoinSet::new(),
+            });
+        }
+        let Some(multipart) = self.multipart.as_mut() else {
+            return Err("the multipart upload was not started".into());
+        };
+        bucket.count(1, 0);
+        let uploading = upload_of(&mut multipart.upload).put_part(PutPayload::from(part));
+        let uploading = async move {
+            let done = uploading.await;
+            drop(permit);
+            done
+        };
+        multipart.parts.spawn_on(uploading, bucket.runtime.handle());
+        while multipart.parts.len() > self.in_flight {
+            bucket
+                .runtime
+                .block_on(multipart.parts.join_next())
+                .map_or(Ok(()), |joined| {
+                    joined.map_err(DestError::from)?.map_err(explain)
+                })?;
+        }
+        Ok(())
+    }
+
+    /// Ends the object: one `PUT` of its bytes, or the last part; the
+    /// multipart upload is then completed by a task (aborted if a part or
+    /// the completion fails), which the next metadata document waits for.
+    /// Returns its length.
+    pub fn close(&mut self) -> Result<u64, DestError> {
+        let bytes = std::mem::take(&mut self.pending);
+        if self.multipart.is_none() {
+            self.bucket.put_closing(&self.key, bytes)?;
+            return Ok(self.offset);
+        }
+        // every part but the last of one size, the last no larger
+        self.pending = bytes;
+        if self.pending.len() > PART_BYTES {
+            self.send_first_part()?;
+        }
+        let last = std::mem::take(&mut self.pending);
+        if !last.is_empty() {
+            self.send(last)?;
+        }
+        // a failure here leaves the upload to `Drop`, which aborts it
+        self.bucket.shared.check()?;
+        let Some(multipart) = self.multipart.take() else {
+            return Err("the multipart upload was not started".into());
+        };
+        let completion = complete(
+            multipart,
+            self.bucket.shared.clone(),
+            &self.key,
+            self.offset,
+        );
+        self.bucket.closing(completion);
+        Ok(self.offset)
+    }
+
+    /// Stops the parts in flight and aborts the multipart upload, waiting
+    /// a few seconds at most (a dead server is not waited for).
+    fn abort(&mut self) {
+        let Some(mut multipart) = self.multipart.take() else {
+            return;
+        };
+        multipart.parts.abort_all();
+        let bucket = &*self.bucket;
+        bucket.count(1, 0);
+        let aborting = async move {
+            let _ =
+                tokio::time::timeout(ABORT_WAIT, upload_of(&mut multipart.upload).abort()).await;
+        };
+        match tokio::runtime::Handle::try_current() {
+            // inside an async context a runtime cannot be waited on: the abort goes on its own
+            Ok(_) => drop(bucket.runtime.spawn(aborting)),
+            Err(_) => bucket.runtime.block_on(aborting),
+        }
+    }
+}
+
+/// Waits for the parts of `multipart` and completes it, counting `len`
+/// bytes uploaded; aborts it if a part or the completion failed.
+fn complete(
+    mut multipart: Multipart,
+    shared: Arc<Shared>,
+    key: &str,
+    len: u64,
+) -> impl std::future::Future<Output = Result<(), Failed>> + Send + 'static {
+    let doing = format!("completing the multipart upload of {key}");
+    async move {
+        let finished = async {
+            while let Some(joined) = multipart.parts.join_next().await {
+                joined.map_err(DestError::from)?.map_err(explain)?;
+            }
+            shared.count(1, 0);
+            let upload = upload_of(&mut multipart.upload);
+            upload.complete().await.map_err(explain)
+        };
+        match finished.await {
+            Ok(_) => {
+                shared.count(0, len);
+                Ok(())
+            }
+            Err(answer) => {
+                multipart.parts.abort_all();
+                shared.count(1, 0);
+                let aborting = upload_of(&mut multipart.upload).abort();
+                let _ = tokio::time::timeout(ABORT_WAIT, aborting).await;
+                let failed = Failed {
+                    doing,
+                    answer: answer.to_string(),
+                };
+                shared.record(&failed);
+                Err(failed)
+            }
+        }
+    }
+}
+
+/// The upload in `m`, whether or not a thread panicked holding it.
+fn upload_of(m: &mut std::sync::Mutex<Box<dyn MultipartUpload>>) -> &mut Box<dyn MultipartUpload> {
+    m.get_mut()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl Drop for Upload {
+    fn drop(&mut self) {
+        self.abort();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::payloads_unsigned;
+
+    #[test]
+    fn payloads_go_unsigned_over_https_unless_the_user_says_otherwise() {
+        // AWS itself (no endpoint) and https endpoints: TLS checks the bytes
+        assert!(payloads_unsigned("", None));
+        assert!(payloads_unsigned("https://s3.example.org", None));
+        // plain http: the signature is the only check
+        assert!(!payloads_unsigned("http://127.0.0.1:9000", None));
+        // the user's setting wins either way
+        assert!(payloads_unsigned("http://127.0.0.1:9000", Some("true")));
+        assert!(payloads_unsigned("http://127.0.0.1:9000", Some("1")));
+        assert!(!payloads_unsigned("https://s3.example.org", Some("false")));
+    }
+}

@@ -1,0 +1,55 @@
+//! Where and how a Zarr array is written: the options every sink of the
+//! store takes.
+
+use std::path::PathBuf;
+
+use crate::codec::Codec;
+use crate::object::S3Options;
+
+/// Most writer threads a sink starts.
+pub const MAX_WRITERS: usize = 256;
+
+/// Where and how the Zarr array is written.
+///
+/// ```
+/// use retile_store::{Codec, ZarrOptions};
+/// let options = ZarrOptions {
+///     path: "out.zarr".into(),
+///     codec: "blosc-zstd:1".parse::<Codec>()?,
+///     shard: Some(vec![1, 4, 4]),
+///     ..Default::default()
+/// };
+/// assert_eq!(options.codec.to_string(), "blosc-zstd:1");
+/// # Ok::<(), retile_plan::StreamError>(())
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct ZarrOptions {
+    /// The directory of the store (created if missing), or
+    /// `s3://BUCKET/PREFIX` for a store in S3-compatible object storage
+    /// (reached as [`S3Options`] and the `AWS_*` environment variables say).
+    pub path: PathBuf,
+    /// Compression of each chunk.
+    pub codec: Codec,
+    /// Tiles per shard per dimension (slowest first); `None` = no sharding.
+    /// A shard deeper than one epoch along the first dimension is appended
+    /// to as its epochs land.
+    pub shard: Option<Vec<u64>>,
+    /// Names of the dimensions, slowest first.
+    pub dimension_names: Option<Vec<String>>,
+    /// Write chunks through the page cache. By default they are written
+    /// with direct I/O (`O_DIRECT`) wherever the store's file system takes
+    /// it: the page cache's fresh pages cost more than the disk's
+    /// bandwidth on many machines, and a recording is not read back soon.
+    pub buffered_io: bool,
+    /// How many files are encoded and written at once (1 to
+    /// [`MAX_WRITERS`]); `None` = 16 without compression (a write waits on
+    /// the disk, so more writers than cores keep it busy), two per core
+    /// (4 to 16) with it (compression keeps each writer on a core).
+    pub writers: Option<usize>,
+    /// Replace a Zarr store already at `path` (deleting it first). Without
+    /// it, a path that exists and is not an empty directory (or a prefix
+    /// holding objects) is refused.
+    pub overwrite: bool,
+    /// How an `s3://` path is reached (ignored for a local directory).
+    pub s3: S3Options,
+}

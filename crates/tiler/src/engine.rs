@@ -1,0 +1,197 @@
+//! The CPU engine: fills one epoch of tiles while the sink thread writes the
+//! previous one, so memory stays at two epochs whatever the stream's length.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use retile_plan::{
+    epoch_buffer_count, filled, plan_stream, EpochBuffer, Sink, StreamError, StreamPlan,
+    StreamSpec, Summary,
+};
+
+use crate::scatter::Geometry;
+use crate::state::{Filler, StreamState};
+
+/// Most threads a stream tiles with.
+pub const MAX_THREADS: usize = 256;
+
+/// Appends at least this large are scattered by all threads.
+const PARALLEL_BYTES: usize = 1 << 20;
+
+/// The epoch buffers a stream of `plan` needs, made and filled before the
+/// first append so that no page fault stalls a real-time source.
+fn epoch_buffers(plan: &StreamPlan, fill: &[u8]) -> Result<Vec<EpochBuffer>, StreamError> {
+    let bytes = usize::try_from(plan.epoch_buffer_bytes()).map_err(|_| {
+        StreamError::Invalid(format!(
+            "an epoch of {} bytes does not fit this machine's address space",
+            plan.epoch_buffer_bytes()
+        ))
+    })?;
+    (0..epoch_buffer_count(plan))
+        .map(|_| EpochBuffer::new(bytes, fill))
+        .collect()
+}
+
+/// A stream of row-major data being cut into tiles.
+///
+/// `append` takes bytes of any length, split anywhere (even inside an
+/// element); `finish` flushes the last, partial epoch, finalises the sink and
+/// returns a [`Summary`]. A bounded stream takes exactly its capacity.
+pub struct TileStream {
+    state: StreamState<EpochBuffer>,
+    geometry: Geometry,
+    fill: Vec<u8>,
+    /// The buffer being filled.
+    current: Option<EpochBuffer>,
+    /// Buffers free for the next epochs.
+    spare: Vec<EpochBuffer>,
+    pool: Arc<rayon::ThreadPool>,
+}
+
+impl TileStream {
+    /// A stream of `spec` filled with `fill` (the bytes of one element) where
+    /// tiles are padded, using `threads` threads (0 = all cores), writing to `sink`.
+    pub fn new(
+        spec: StreamSpec,
+        fill: &[u8],
+        threads: usize,
+        sink: Box<dyn Sink>,
+    ) -> Result<TileStream, StreamError> {
+        TileStream::with_pool(spec, fill, thread_pool(threads)?, sink)
+    }
+
+    /// [`TileStream::new`] tiling on `pool`, which other streams may share
+    /// (the levels of a pyramid do: one set of threads, none idle-spinning
+    /// while another set works).
+    ///
+    /// ```
+    /// use retile_plan::{DType, NullSink, StreamSpec};
+    /// use retile_tiler::{thread_pool, TileStream};
+    /// let pool = thread_pool(2)?;
+    /// let spec = StreamSpec::new(DType::U8, vec![0, 8], vec![2, 4])?;
+    /// let mut a = TileStream::with_pool(spec.clone(), &[0], pool.clone(), Box::new(NullSink))?;
+    /// let mut b = TileStream::with_pool(spec, &[0], pool, Box::new(NullSink))?;
+    /// a.append(&[1; 16])?;
+    /// b.append(&[2; 8])?;
+    /// assert_eq!((a.finish()?.planes, b.finish()?.planes), (2, 1));
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
+    pub fn with_pool(
+        spec: StreamSpec,
+        fill: &[u8],
+        pool: Arc<rayon::ThreadPool>,
+        sink: Box<dyn Sink>,
+    ) -> Result<TileStream, StreamError> {
+        let plan = plan_stream(&spec, fill)?;
+        let geometry = Geometry::new(&plan);
+        let mut state = StreamState::start(plan, fill, sink)?;
+        let spare = pool.install(|| epoch_buffers(&state.plan, fill))?;
+        state.summary.buffer_bytes = spare.iter().map(|b| b.len() as u64).sum();
+        state.summary.setup_seconds = state.started.elapsed().as_secs_f64();
+        Ok(TileStream {
+            state,
+            geometry,
+            fill: fill.to_vec(),
+            current: None,
+            spare,
+            pool,
+        })
+    }
+
+    /// The plan the stream follows.
+    pub fn plan(&self) -> &StreamPlan {
+        &self.state.plan
+    }
+
+    /// Input bytes taken so far.
+    pub fn bytes_taken(&self) -> u64 {
+        self.state.taken
+    }
+
+    /// Appends input; returns how many bytes were taken (fewer than given only
+    /// when a bounded stream is full). An error means data may be lost: the
+    /// sink failed, and the stream cannot go on.
+    pub fn append(&mut self, data: &[u8]) -> Result<usize, StreamError> {
+        let take = self.state.accepted(data.len())?;
+        let src = &data[..take];
+        self.in_epochs(take as u64, |stream, at, n| {
+            let part = &src[at as usize..(at + n) as usize];
+            let mut buf = stream.take_buffer()?;
+            let started = Instant::now();
+            let (geometry, cursor) = (&stream.geometry, stream.state.cursor as usize);
+            stream
+                .pool
+                .install(|| geometry.scatter(&mut buf, cursor, part, part.len() >= PARALLEL_BYTES));
+            stream.current = Some(buf);
+            stream.state.summary.scatter_seconds += started.elapsed().as_secs_f64();
+            Ok(())
+        })?;
+        Ok(take)
+    }
+
+    /// The buffer of the current epoch: the one being filled, or a free one.
+    fn take_buffer(&mut self) -> Result<EpochBuffer, StreamError> {
+        match self.current.take() {
+            Some(buf) => Ok(buf),
+            None => self.state.free_buffer(&mut self.spare),
+        }
+    }
+
+    /// Flushes the last epoch, finalises the sink and returns the summary.
+    /// Input that ended inside a plane, or a bounded stream that ended
+    /// early, is an error reported after every complete plane was written.
+    pub fn finish(&mut self) -> Result<Summary, StreamError> {
+        if self.state.finished() {
+            return Err(StreamError::Finished);
+        }
+        let (shipped, partial) = match self.ship_last() {
+            Ok(partial) => (Ok(()), partial),
+            Err(e) => (Err(e), 0),
+        };
+        let (summary, _) = self.state.finish(shipped, partial)?;
+        Ok(summary)
+    }
+}
+
+impl Filler for TileStream {
+    type Buffer = EpochBuffer;
+
+    fn state(&mut self) -> &mut StreamState<EpochBuffer> {
+        &mut self.state
+    }
+
+    /// Hands the current epoch to the sink, its rows past `planes` reset to the fill value.
+    fn ship_epoch(&mut self, planes: u64) -> Result<(), StreamError> {
+        let mut buffer = self.take_buffer()?;
+        let n0 = self.state.plan.spec().tile()[0];
+        if planes < n0 {
+            let tile_bytes = self.geometry.tile_bytes;
+            let keep = tile_bytes / n0 as usize * planes as usize;
+            let tail = filled(tile_bytes - keep, &self.fill);
+            for slot in buffer.chunks_exact_mut(self.geometry.slot_bytes) {
+                slot[keep..tile_bytes].copy_from_slice(&tail);
+            }
+        }
+        self.state.send(self.state.epoch, planes, buffer)
+    }
+}
+
+/// The threads a stream tiles with: `threads` of them, or one per core for 0.
+///
+/// ```
+/// assert_eq!(retile_tiler::thread_pool(3)?.current_num_threads(), 3);
+/// assert!(retile_tiler::thread_pool(retile_tiler::MAX_THREADS + 1).is_err());
+/// # Ok::<(), retile_plan::StreamError>(())
+/// ```
+pub fn thread_pool(threads: usize) -> Result<Arc<rayon::ThreadPool>, StreamError> {
+    if threads > MAX_THREADS {
+        return Err(StreamError::Invalid(format!(
+            "a stream tiles with 0 (all cores) to {MAX_THREADS} threads, not {threads}"
+        )));
+    }
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .map(Arc::new)
+        .map_err(|e| StreamError::Invalid(format!("cannot start {threads} threads: {e}")))
+}
