@@ -7,7 +7,9 @@ mod bench_cmd;
 mod calc_cmd;
 mod copy_cmd;
 mod error;
+mod input;
 mod plan_draw;
+mod signals;
 mod stream_cmd;
 
 use std::io::Write;
@@ -72,21 +74,15 @@ enum PlanCommand {
 const NO_CUDA: &str =
     "this retile was built without CUDA; rebuild with `cargo build --release --features cuda`";
 
-/// Lets the process end quietly when the reader of its output goes away
-/// (`retile show ... | head`), as Unix tools do: Rust ignores SIGPIPE, so
-/// `println!` would panic on the closed pipe instead.
-fn end_quietly_on_closed_pipes() {
-    #[cfg(unix)]
-    // SAFETY: restores the default action of one signal, before any thread
-    // is started and with no handler of ours involved.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
-}
-
 fn main() -> ExitCode {
-    end_quietly_on_closed_pipes();
+    // before parsing: `retile --help | head` ends quietly too
+    signals::end_quietly_on_closed_pipes();
     let cli = Cli::parse();
+    if matches!(cli.command, Some(Command::Stream(_))) {
+        // a dropped connection to object storage is an error the stream
+        // reports (after its retries), not a silent SIGPIPE
+        signals::report_closed_pipes();
+    }
     let result = match cli.command {
         Some(Command::Eval(args)) => calc_cmd::eval(&args),
         Some(Command::Show(args)) => calc_cmd::show(&args),

@@ -1,7 +1,7 @@
 //! `retile.Layout`, `retile.Swizzle`, `retile.ComposedLayout` and the
 //! algebra's free functions under pycute's names.
 
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::{PyMemoryError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 use retile_layout::{
@@ -255,7 +255,8 @@ impl Layout {
         Layout::wrap(self.inner.flatten())
     }
 
-    /// ``[L(0), L(1), ...]`` for the first ``count`` indices (all by default).
+    /// ``[L(0), L(1), ...]`` for the first ``count`` indices (all by
+    /// default); more than 2**24 entries raise MemoryError.
     ///
     /// Example::
     ///
@@ -267,7 +268,12 @@ impl Layout {
             Some(n) => n,
             None => self.inner.size().map_err(layout_err)?,
         };
-        self.inner.table(n).map_err(layout_err)
+        self.inner.table(n).map_err(|e| match e {
+            LayoutError::TooLarge { .. } => PyMemoryError::new_err(format!(
+                "{e}; take a prefix with table(count), or evaluate L(i) where it is needed"
+            )),
+            e => layout_err(e),
+        })
     }
 
     /// ``L(i)`` for an int index, ``L(coord)`` or ``L(c0, c1, ...)`` for a
