@@ -27,7 +27,9 @@
 //! # Ok::<(), retile_plan::StreamError>(())
 //! ```
 
+mod codec_kernel;
 mod error;
+mod frames;
 mod halve_kernel;
 mod halver;
 mod levels;
