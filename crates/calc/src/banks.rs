@@ -7,8 +7,8 @@ use retile_copy::{AccessPattern, BankAnalysis, Banks, TransposeRequest};
 use retile_layout::ComposedLayout;
 
 use crate::args::{bind, Bound};
-use crate::value::Value;
 use crate::error::CalcError;
+use crate::value::Value;
 
 /// Names this module answers to.
 pub const FUNCTIONS: &[&str] = &["bank_conflicts", "transpose_banks"];

@@ -5,8 +5,8 @@
 use retile_draw as draw;
 use retile_layout::ComposedLayout;
 
-use crate::value::Value;
 use crate::error::CalcError;
+use crate::value::Value;
 
 /// How a value is drawn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -9,8 +9,8 @@ use retile_layout::{ComposedLayout, Swizzle};
 
 use crate::algebra::{arity, tiler_op};
 use crate::args::bind;
-use crate::value::Value;
 use crate::error::CalcError;
+use crate::value::Value;
 
 /// Names this module adds (the algebra's names also take swizzled layouts).
 pub const FUNCTIONS: &[&str] = &["Swizzle", "Sw"];

@@ -12,9 +12,9 @@ use crate::signals::{interrupted, stop_on_interrupt};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use retile_stream::{
-    default_axes, open_output, Axis, Backend, Codec, DType, Method, MultiscaleStream, NgffOptions,
-    Output, PyramidOptions, S3Options, S3Traffic, Shuffle, StreamDType, StreamError, StreamPlan,
-    StreamSpec, Summary, ZarrOptions,
+    default_axes, open_output, Axis, Backend, Codec, CodecOn, DType, Method, MultiscaleStream,
+    NgffOptions, Output, PyramidOptions, S3Options, S3Traffic, Shuffle, StreamDType, StreamError,
+    StreamPlan, StreamSpec, Summary, ZarrOptions,
 };
 
 /// The stream's shape, tile and element type.
@@ -235,6 +235,12 @@ pub struct StreamArgs {
     /// Where tiles are cut: cpu, or cuda (a build with `--features cuda` and a GPU).
     #[arg(long, help_heading = heading::PERFORMANCE, default_value = "cpu", value_parser = ["cpu", "cuda"])]
     backend: String,
+    /// Where a --backend cuda stream compresses zstd, blosc-lz4 and
+    /// blosc-zstd chunks: gpu (nvCOMP, found through RETILE_NVCOMP, the
+    /// nvidia-libnvcomp-cu13 wheel or the system), cpu, or auto (both
+    /// measured on the first epoch, the faster kept); the summary says which.
+    #[arg(long, help_heading = heading::PERFORMANCE, value_parser = ["auto", "gpu", "cpu"])]
+    codec_on: Option<String>,
 }
 
 /// A comma-separated list of extents, slowest first.
@@ -371,6 +377,7 @@ fn output(args: &StreamArgs, rank: usize) -> Result<Output, CliError> {
             (args.units.is_some(), "--units"),
             (args.scale.is_some(), "--scale"),
             (args.allow_http, "--allow-http"),
+            (args.codec_on.is_some(), "--codec-on"),
         ]
         .into_iter()
         .filter_map(|(given, name)| given.then_some(name))
@@ -408,7 +415,15 @@ fn output(args: &StreamArgs, rank: usize) -> Result<Output, CliError> {
             traffic: Some(std::sync::Arc::new(S3Traffic::default())),
             ..Default::default()
         },
+        codec_on: args
+            .codec_on
+            .as_deref()
+            .unwrap_or("auto")
+            .parse::<CodecOn>()?,
     };
+    if args.codec_on.as_deref() == Some("gpu") && args.backend != "cuda" {
+        return Err("--codec-on gpu compresses on the GPU of --backend cuda".into());
+    }
     if !ngff {
         if let Some(flag) = [
             (args.dim_types.is_some(), "--dim-types"),
@@ -671,6 +686,9 @@ fn report(summary: &Summary, busy: f64, output: Option<&PathBuf>) -> Result<(), 
             sink.stored_bytes as f64 / 1e9, sink.files, summary.bytes as f64 / (sink.stored_bytes.max(1)) as f64,
             sink.threads, sink.encode_seconds, sink.write_seconds, sink.omitted_chunks
         ))?;
+    }
+    if let Some(note) = &summary.codec_on {
+        say(format_args!("  chunks compressed on the {note}\n"))?;
     }
     let (uploaded, requests) = (sink.uploaded_bytes, sink.requests);
     if requests > 0 {

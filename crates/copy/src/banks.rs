@@ -815,7 +815,9 @@ fn search(
     let span = (64 - largest.leading_zeros()) as i64;
     let mut present = vec![false; largest as usize + 1];
     inner.iter().for_each(|&o| present[o as usize] = true);
-    let mut best: Option<(i64, (i64, i64, i64, i64), Swizzle, BankReport)> = None;
+    // (wavefronts, preference rank, swizzle, its report): fewest wavefronts,
+    // then the simplest swizzle
+    let mut best: Option<(i64, SwizzleRank, Swizzle, BankReport)> = None;
     let mut swizzled = vec![0; inner.len()];
     for (bits, base, shift) in candidates(span) {
         let Ok(swizzle) = Swizzle::new(bits, base, shift) else {
@@ -848,6 +850,10 @@ fn search(
             report,
         }))
 }
+
+/// How simple a swizzle is, compared in order: bits, |shift|, a negative
+/// shift, base.
+type SwizzleRank = (i64, i64, i64, i64);
 
 /// Every `(B, M, S)` with `B >= 1`, `|S| >= B` and `B + M + |S| <= span`.
 fn candidates(span: i64) -> impl Iterator<Item = (i64, i64, i64)> {

@@ -10,7 +10,9 @@ use retile_plan::DType;
 
 fn main() -> Result<(), retile_plan::StreamError> {
     let (h, w, planes) = (2048u64, 2048u64, 64usize);
-    let parent: Vec<u16> = (0..planes * (h * w) as usize).map(|i| (i * 7 % 4093) as u16).collect();
+    let parent: Vec<u16> = (0..planes * (h * w) as usize)
+        .map(|i| (i * 7 % 4093) as u16)
+        .collect();
     let bytes: &[u8] = bytemuck::cast_slice(&parent);
     let halving = Halving::new(&[h, w], &[true, true]);
     let mut child = vec![0u8; planes * halving.child_elements() * 2];
@@ -21,7 +23,11 @@ fn main() -> Result<(), retile_plan::StreamError> {
             halve_planes(method, DType::U16, &halving, 1, bytes, &mut child)?;
             best = best.min(t.elapsed().as_secs_f64());
         }
-        println!("{method}: {:.2} GB/s of parent planes on {} threads", bytes.len() as f64 / best / 1e9, rayon::current_num_threads());
+        println!(
+            "{method}: {:.2} GB/s of parent planes on {} threads",
+            bytes.len() as f64 / best / 1e9,
+            rayon::current_num_threads()
+        );
     }
     Ok(())
 }

@@ -31,7 +31,7 @@ pub const MAX_CELLS: i64 = 1 << 16;
 /// ```
 pub fn render_grid(layout: &Layout) -> Result<String> {
     let axes = GridAxes::of(layout)?;
-    let offsets = axes.offsets(|o| Ok(o))?;
+    let offsets = axes.offsets(Ok)?;
     Ok(draw(&layout.to_string(), &axes, &offsets, layout.cosize()?))
 }
 

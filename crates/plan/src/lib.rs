@@ -39,6 +39,9 @@ pub use error::StreamError;
 pub use plan::{
     ravel, unravel, StreamPlan, StreamSpec, TileSpan, MAX_EPOCH_BUFFERS, MAX_LISTED_TILES,
 };
-pub use sink::{Epoch, MemorySink, NullSink, SharedEpoch, Sink, SinkStats, TileBytes};
+pub use sink::{
+    CodecOn, DeviceCodec, EncodedChunks, Epoch, MemorySink, NullSink, SharedEpoch, Sink, SinkStats,
+    TileBytes,
+};
 pub use summary::{LevelSummary, Summary};
 pub use tile_map::TileMap;

@@ -12,9 +12,9 @@ use pyo3::exceptions::{
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use retile_stream::{
-    default_axes, open_output, Axis, Backend, Codec, DType, Method, MultiscaleStream, NgffOptions,
-    Output, PyramidOptions, S3Options, Shuffle, StreamDType, StreamError, StreamSpec, Summary,
-    ZarrOptions,
+    default_axes, open_output, Axis, Backend, Codec, CodecOn, DType, Method, MultiscaleStream,
+    NgffOptions, Output, PyramidOptions, S3Options, Shuffle, StreamDType, StreamError, StreamSpec,
+    Summary, ZarrOptions,
 };
 
 /// A stream error as the Python exception of its kind, with the same one-line message.
@@ -160,6 +160,10 @@ impl Drop for HeldBuffer {
 /// ``downsample`` (per dimension, whether each level halves it),
 /// ``dim_names``, ``dim_types``, ``units`` and ``scale`` as
 /// ``retile stream`` takes them; ``ngff=True`` writes a one-level image.
+/// ``codec_on="auto"`` (or ``"gpu"``, ``"cpu"``) says where a
+/// ``backend="cuda"`` stream compresses ``zstd``, ``blosc-lz4`` and
+/// ``blosc-zstd`` chunks (nvCOMP on the GPU, or the CPU's writer threads);
+/// the summary's ``codec_on`` says where it did, and why.
 ///
 /// Example::
 ///
@@ -288,6 +292,7 @@ fn summary_dict<'py>(py: Python<'py>, s: &Summary) -> PyResult<Bound<'py, PyDict
     d.set_item("writer_threads", s.sink.threads)?;
     d.set_item("uploaded_bytes", s.sink.uploaded_bytes)?;
     d.set_item("requests", s.sink.requests)?;
+    d.set_item("codec_on", s.codec_on.clone())?;
     let levels = pyo3::types::PyList::empty(py);
     for level in &s.levels {
         let l = PyDict::new(py);
@@ -310,7 +315,7 @@ fn busy() -> PyErr {
 #[pymethods]
 impl Stream {
     #[new]
-    #[pyo3(signature = (output, shape, tile, dtype, shard=None, codec="none", fill=None, dim_names=None, backend="cpu", shuffle=None, writers=None, buffered_io=false, overwrite=false, threads=0, pyramid=None, levels=None, downsample=None, ngff=false, dim_types=None, units=None, scale=None, allow_http=false, retry_seconds=120.0, s3_config=None))]
+    #[pyo3(signature = (output, shape, tile, dtype, shard=None, codec="none", fill=None, dim_names=None, backend="cpu", shuffle=None, writers=None, buffered_io=false, overwrite=false, threads=0, pyramid=None, levels=None, downsample=None, ngff=false, dim_types=None, units=None, scale=None, allow_http=false, retry_seconds=120.0, s3_config=None, codec_on=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         output: Option<PathBuf>,
@@ -337,7 +342,13 @@ impl Stream {
         allow_http: bool,
         retry_seconds: f64,
         s3_config: Option<std::collections::BTreeMap<String, String>>,
+        codec_on: Option<&str>,
     ) -> PyResult<Stream> {
+        let codec_on_given = codec_on.is_some();
+        let codec_on = codec_on
+            .unwrap_or("auto")
+            .parse::<CodecOn>()
+            .map_err(stream_err)?;
         let dtype = dtype_of(dtype)?;
         let spec = StreamSpec::new(dtype, shape, tile).map_err(stream_err)?;
         let fill_text = match fill {
@@ -355,6 +366,11 @@ impl Stream {
         let backend = match backend {
             "cpu" => Backend::Cpu { threads },
             "cuda" => Backend::Cuda,
+            _ if codec_on == CodecOn::Gpu => {
+                return Err(PyValueError::new_err(
+                    "codec_on='gpu' compresses on the GPU of backend='cuda'",
+                ))
+            }
             other => {
                 return Err(PyValueError::new_err(format!(
                     "unknown backend '{other}'; use 'cpu' or 'cuda'"
@@ -392,6 +408,7 @@ impl Stream {
                     (scale.is_some(), "scale"),
                     (allow_http, "allow_http"),
                     (s3_config.is_some(), "s3_config"),
+                    (codec_on_given, "codec_on"),
                 ]
                 .into_iter()
                 .filter_map(|(given, name)| given.then_some(name))
@@ -438,6 +455,7 @@ impl Stream {
                             config: s3_config.unwrap_or_default().into_iter().collect(),
                             ..Default::default()
                         },
+                        codec_on,
                     }),
                     pyramid,
                     ngff: ngff_options,

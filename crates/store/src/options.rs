@@ -3,6 +3,8 @@
 
 use std::path::PathBuf;
 
+use retile_plan::CodecOn;
+
 use crate::codec::Codec;
 use crate::object::S3Options;
 
@@ -53,4 +55,9 @@ pub struct ZarrOptions {
     pub overwrite: bool,
     /// How an `s3://` path is reached (ignored for a local directory).
     pub s3: S3Options,
+    /// Where chunks are compressed when the stream runs on a GPU that can
+    /// write the codec itself (`zstd`, `blosc-lz4`, `blosc-zstd` through
+    /// nvCOMP): measured and chosen (`Auto`), the GPU, or the CPU. A CPU
+    /// stream always compresses on the CPU.
+    pub codec_on: CodecOn,
 }
