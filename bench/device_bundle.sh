@@ -8,6 +8,7 @@
 # 64 MiB, the most a device call carries.
 #
 #     bench/device_bundle.sh            # then carry .bundle to the device and run bench/device_run.sh there
+#     CUDA=1 NVCOMP_WHEEL=nvidia_libnvcomp_cu13-*.whl bench/device_bundle.sh   # the GPU's: see bench/device_gpu.sh
 #
 # Needs cargo, strip, maturin (`pip install maturin`) and pip with network.
 # PYVER=3.12 is the device's Python (the wheels downloaded are for it);
@@ -21,7 +22,8 @@ target=${CARGO_TARGET_DIR:-target}
 bundle=.bundle
 limit=$((64 * 1024 * 1024))
 # the peers, pinned to the versions the scripts were tested with
-peers=(zarr==3.4.2 numcodecs==0.17.1 acquire-zarr==0.10.0 matplotlib==3.11.2)
+# PEERS overrides the list (e.g. without matplotlib, to leave room for another binary)
+read -r -a peers <<<"${PEERS:-zarr==3.4.2 numcodecs==0.17.1 acquire-zarr==0.10.0 matplotlib==3.11.2}"
 
 # .bundle/ is never committed: the git directory's exclude list (shared by worktrees) ignores it
 if ! git check-ignore -q "$bundle/"; then
@@ -31,15 +33,48 @@ rm -rf "$bundle"
 mkdir -p "$bundle/wheels"
 
 # the CLI, copied out at once (another build in the same target directory may replace it)
-cargo build --release -p retile
-cp "$target/release/retile" "$bundle/retile"
-strip "$bundle/retile"
-
-"$MATURIN" build --release --strip -m crates/python/Cargo.toml --out "$bundle/wheels"
-ls "$bundle"/wheels/retile-*-cp311-abi3-*.whl >/dev/null || {
-    echo "the retile wheel is not an abi3 wheel (cp311-abi3): it would not import on Python $PYVER" >&2
-    exit 1
-}
+if [ "${CUDA:-0}" = 1 ]; then
+    # the GPU's bundle: the CLI with the CUDA backend, the GPU tests (optimised,
+    # without LTO), nvCOMP's library (from NVCOMP_WHEEL, a downloaded
+    # nvidia-libnvcomp-cu13 wheel) and zarr-python to read back; no Python
+    # package or acquire-zarr, which the GPU's run does not measure
+    cargo build --release -p retile --features cuda
+    cp "$target/release/retile" "$bundle/retile"
+    strip "$bundle/retile"
+    mkdir -p "$bundle/tests" "$bundle/nvcomp"
+    CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 cargo test --release --no-run --message-format=json \
+        -p retile-copy -p retile-stream --features retile-copy/cuda,retile-stream/cuda \
+        --test gpu --test cuda --test gpu_codec |
+        "$PYTHON" -c 'import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["kind"] == ["test"]:
+        print(m["executable"])' |
+        while read -r exe; do cp "$exe" "$bundle/tests/$(basename "$exe" | sed 's/-[0-9a-f]*$//')"; done
+    strip "$bundle"/tests/*
+    "$PYTHON" -m zipfile -e "${NVCOMP_WHEEL:?NVCOMP_WHEEL: a downloaded nvidia-libnvcomp-cu13 wheel}" "$bundle/nvcomp.tmp"
+    find "$bundle/nvcomp.tmp" -name 'libnvcomp.so.*' ! -name '*cpu*' -exec cp {} "$bundle/nvcomp/" \;
+    rm -rf "$bundle/nvcomp.tmp"
+    # executables xz-compressed (a third of their size) to fit the 64 MiB a
+    # call carries beside nvCOMP's 25 MB; bench/device_gpu.sh unpacks them
+    "$PYTHON" - "$bundle/retile" "$bundle"/tests/* <<'PY'
+import lzma, os, sys
+for path in sys.argv[1:]:
+    with open(path, "rb") as f, lzma.open(path + ".xz", "wb", preset=6) as g:
+        g.write(f.read())
+    os.remove(path)
+PY
+    peers=(zarr==3.4.2 numcodecs==0.17.1)
+else
+    cargo build --release -p retile
+    cp "$target/release/retile" "$bundle/retile"
+    strip "$bundle/retile"
+    "$MATURIN" build --release --strip -m crates/python/Cargo.toml --out "$bundle/wheels"
+    ls "$bundle"/wheels/retile-*-cp311-abi3-*.whl >/dev/null || {
+        echo "the retile wheel is not an abi3 wheel (cp311-abi3): it would not import on Python $PYVER" >&2
+        exit 1
+    }
+fi
 
 "$PYTHON" -m pip download --quiet --disable-pip-version-check --python-version "$PYVER" --only-binary=:all: \
     --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux_2_28_x86_64 \

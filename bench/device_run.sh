@@ -19,7 +19,8 @@
 # bundle pins); a compiled package the host already has (numpy, matplotlib,
 # pillow, ...: tensorstore was built for the host's numpy) is the host's, the
 # bundle's only where the host has none. PYTHON=python3 is the interpreter;
-# SITE (default ${TMPDIR:-/tmp}/retile-bench-site) is where the wheels go.
+# SITE (default ${TMPDIR:-/tmp}/retile-bench-site) is where the wheels go;
+# NEED lists the modules that must import (default: every peer's).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bundle=$PWD/.bundle
@@ -67,7 +68,8 @@ export PATH="$bundle:$PATH"
 import importlib, sys
 print("python", sys.version.split()[0], sys.executable)
 missing = []
-for mod in ("numpy", "tensorstore", "zarr", "numcodecs", "acquire_zarr", "retile", "matplotlib"):
+import os
+for mod in os.environ.get("NEED", "numpy tensorstore zarr numcodecs acquire_zarr retile matplotlib").split():
     try:
         m = importlib.import_module(mod)
         print(f"  {mod} {getattr(m, '__version__', '')} from {m.__file__}")

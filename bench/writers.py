@@ -10,6 +10,9 @@ names, in one run, interleaved, best of REPS:
                 (its best case: no shard is read back and rewritten)
   retile-flat   with PYRAMID=1 only: the CLI without the pyramid, for the
                 pyramid's cost measured in the same run
+  retile-cuda   with CUDA=1 only: the CLI with --backend cuda (built with
+                --features cuda), compressing where CODEC_ON says (default gpu:
+                nvCOMP); its stored bytes are compared with the CPU CLI's
 
 Ceilings, measured in the same run, on the same cores:
   codec         the codec alone on every core: numcodecs (c-blosc, zstd, zlib)
@@ -152,7 +155,7 @@ def make_case(args):
 # -- the writers: each writes the case into `out` and returns the seconds it took, end to end
 
 
-def run_cli(b, out, codec, pyramid):
+def run_cli(b, out, codec, pyramid, extra=()):
     case = b.case
     cmd = [b.retile, "stream", "--shape", ",".join(map(str, (0, *case.frame))),
            "--tile", ",".join(map(str, case.chunk)), "--dtype", SHORT[case.dtype],
@@ -162,11 +165,21 @@ def run_cli(b, out, codec, pyramid):
         cmd += ["--pyramid", "mean", "--levels", str(LEVELS)]
         if len(case.shape) == 4:
             cmd += ["--dim-types", "time,channel,space,space"]
+    cmd += list(extra)
     t = time.perf_counter()
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode:
         raise RuntimeError(r.stderr.strip()[-300:])
-    return time.perf_counter() - t
+    secs = time.perf_counter() - t
+    where = [line.strip() for line in r.stdout.splitlines() if "compressed" in line or "codec" in line.lower()]
+    if extra and where:
+        print(f"    {' '.join(extra)}: {where[-1][:200]}")
+    return secs
+
+
+def run_cuda(b, out, codec, pyramid):
+    """The CLI with the CUDA backend; the codec where --codec-on (CODEC_ON=, default gpu) says."""
+    return run_cli(b, out, codec, pyramid, ["--backend", "cuda", "--codec-on", os.environ.get("CODEC_ON", "gpu")])
 
 
 def run_py(b, out, codec, pyramid):
@@ -251,6 +264,7 @@ WRITERS = [
     ("acquire-zarr", run_acquire, True, "acquire_zarr"),
     ("tensorstore", run_ts, False, "tensorstore"),
     ("retile-flat", run_cli, False, None),
+    ("retile-cuda", run_cuda, True, None),
 ]
 
 
@@ -500,6 +514,8 @@ def main(argv=None):
     p.add_argument("--pyramid", action="store_true", default=env("PYRAMID") == "1",
                    help=f"a mean pyramid of {LEVELS} levels for retile and acquire-zarr")
     p.add_argument("--skip", default=env("SKIP", ""), help="writers left out, e.g. retile-py,tensorstore")
+    p.add_argument("--cuda", action="store_true", default=env("CUDA") == "1",
+                   help="also the CLI with --backend cuda (a CLI built with --features cuda, a GPU); CODEC_ON=gpu|cpu|auto")
     p.add_argument("--json", default=env("JSON"), help="also write the figures to this JSON file")
     args = p.parse_args(argv)
 
@@ -521,7 +537,7 @@ def main(argv=None):
     skip = set(filter(None, args.skip.split(",")))
     writers = []
     for name, fn, makes_pyramid, module in WRITERS:
-        if name in skip or (name == "retile-flat" and not case.pyramid):
+        if name in skip or (name == "retile-flat" and not case.pyramid) or (name == "retile-cuda" and not args.cuda):
             continue
         if module:
             try:
@@ -594,6 +610,8 @@ def main(argv=None):
                       f"  {ratio(best[name], limit)} {limit_name} ceiling" + ("  (with pyramid)" if pyramid else ""))
             elif name in problems:
                 print(f"  {codec:14s} {name:13s} {problems[name]}")
+        if "retile-cuda" in stored and "retile" in stored:
+            print(f"  {codec:14s} retile-cuda's bytes / the CPU's {stored['retile-cuda'] / stored['retile']:.3f}")
         if "retile" in best and "retile-flat" in best:
             print(f"  {codec:14s} retile with/without pyramid {best['retile'] / best['retile-flat']:.2f}")
         report["codecs"][codec] = dict(best=best, stored=stored, levels=levels, problems=problems, ceilings=limits,

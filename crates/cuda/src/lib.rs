@@ -27,12 +27,17 @@
 //! # Ok::<(), retile_plan::StreamError>(())
 //! ```
 
+mod codec_kernel;
+mod compress;
 mod error;
+mod frames;
 mod halve_kernel;
 mod halver;
 mod levels;
+mod nvcomp;
 mod stream;
 
 pub use levels::{append_levels, finish_levels};
+pub use nvcomp::{Algorithm, BatchSizes, Nvcomp, NVCOMP_MAJOR};
 pub use retile_gpu::PinnedBuffer;
 pub use stream::{scatter_device, CudaTileStream, ScatterKernel};

@@ -3,9 +3,10 @@
 //! Each epoch's input goes host → device on one stream, a generated scatter
 //! kernel cuts it into padded tiles on a second, and the tiles go device →
 //! host on a third, ordered by events, so that the next epoch arrives while
-//! the last one leaves. Large appends are copied straight from the
-//! caller's buffer (by DMA when it is pinned); small ones gather in two
-//! pinned staging buffers. Device memory holds two epochs of input and two of
+//! the last one leaves. Large appends from pinned memory are copied
+//! straight from the caller's buffer by DMA; the rest are copied by several
+//! threads into two pinned staging buffers, which go up while the next
+//! epoch is staged. Device memory holds two epochs of input and two of
 //! tiles, host memory two epochs of tiles, whatever the stream's length.
 
 use std::sync::Arc;
@@ -18,16 +19,51 @@ use cudarc::driver::{
 };
 use retile_gpu::{c_type, Gpu, PinnedBuffer};
 use retile_halving::Method;
-use retile_plan::{plan_stream, Sink, StreamError, StreamPlan, StreamSpec, Summary};
+use retile_plan::{
+    plan_stream, CodecOn, EncodedChunks, Sink, StreamError, StreamPlan, StreamSpec, Summary,
+};
 use retile_tiler::{Filler, StreamState};
 
+use crate::compress::{unsupported, EpochCompressor};
 use crate::error::{driver, gpu_error};
 use crate::halver::DeviceHalver;
+use crate::nvcomp::Nvcomp;
 
-/// Appends at least this large are copied to the GPU straight from the
-/// caller's memory (by DMA when it is pinned; the driver stages pageable
-/// memory itself); smaller ones gather in the slot's staging buffer first.
+/// Appends from pinned memory at least this large go to the GPU by DMA
+/// straight from the caller's memory; the rest (and pageable memory, which
+/// the driver would copy through its own small pinned buffer on one
+/// thread) is copied into the slot's pinned staging by several threads,
+/// and goes up by DMA when the epoch ships, while the next epoch is staged.
 const DIRECT_BYTES: usize = 1 << 20;
+
+/// Bytes each thread copies into pinned staging at once.
+const STAGE_PART: usize = 4 << 20;
+
+/// Whether `data` lies in page-locked host memory the GPU reaches by DMA.
+fn is_pinned(data: &[u8]) -> bool {
+    let mut kind = 0u32;
+    // SAFETY: the driver writes one CUmemorytype (a u32) into `kind`; for
+    // memory it does not know (pageable) it returns an error and writes nothing.
+    let known = unsafe {
+        cudarc::driver::sys::cuPointerGetAttribute(
+            (&mut kind as *mut u32).cast(),
+            cudarc::driver::sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+            data.as_ptr() as CUdeviceptr,
+        )
+    };
+    known == cudarc::driver::sys::CUresult::CUDA_SUCCESS
+        && kind == cudarc::driver::sys::CUmemorytype::CU_MEMORYTYPE_HOST as u32
+}
+
+/// Copies `src` into `dst` on the threads of the global pool, a few
+/// megabytes each: one thread alone copies at a fraction of what the memory
+/// and the bus move.
+fn copy_parallel(dst: &mut [u8], src: &[u8]) {
+    use rayon::prelude::*;
+    dst.par_chunks_mut(STAGE_PART)
+        .zip(src.par_chunks(STAGE_PART))
+        .for_each(|(d, s)| d.copy_from_slice(s));
+}
 
 /// The scatter kernel of a plan: one launch cuts `planes` planes of input
 /// (at most one epoch) into the epoch's padded tiles, `unit` bytes at a time.
@@ -344,16 +380,36 @@ struct Slot {
     arrived: CudaEvent,
     /// The kernel has read `input` and written `tiles`.
     scattered: CudaEvent,
-    /// `tiles` has reached host memory.
+    /// `tiles` (or the packed chunks) have reached host memory.
     left: CudaEvent,
-    /// A host buffer waiting for `left` before it goes to the sink.
-    outgoing: Option<(u64, u64, PinnedBuffer)>,
+    /// The chunks compressed on the GPU are packed.
+    packed: CudaEvent,
+    /// A host buffer waiting for `left` before it goes to the sink: epoch,
+    /// planes, the buffer, and its chunks when the GPU compressed them.
+    outgoing: Option<Outgoing>,
     /// Start of the staged bytes not yet sent to the GPU.
     pending: Option<u64>,
 }
 
+/// An epoch on its way to the sink: index, planes, buffer, and its chunks
+/// when the GPU compressed them.
+type Outgoing = (u64, u64, PinnedBuffer, Option<EncodedChunks>);
+
+/// Where a stream's chunks are compressed, and why.
+struct Compression {
+    compressor: EpochCompressor,
+    /// Epochs are compressed on the GPU (else the sink compresses them).
+    on_gpu: bool,
+    /// `--codec-on auto`: both are measured on the first epoch.
+    measure: bool,
+    /// What the summary says.
+    note: String,
+}
+
 /// A stream of row-major data cut into tiles on the GPU; the same contract
-/// as `retile_tiler::TileStream`, byte-identical output.
+/// as `retile_tiler::TileStream`, byte-identical output. When its sink's
+/// codec is one nvCOMP writes (`Sink::device_codec`), the tiles are
+/// compressed on the GPU too, and only the compressed chunks cross the bus.
 pub struct CudaTileStream {
     state: StreamState<PinnedBuffer>,
     gpu: Gpu,
@@ -367,6 +423,10 @@ pub struct CudaTileStream {
     halver: Option<DeviceHalver>,
     /// Bytes of an incomplete plane at the end, once the input has ended.
     ended: Option<u64>,
+    /// Compression on the GPU, where the sink's codec allows it.
+    compression: Option<Compression>,
+    /// Where the chunks are compressed and why, for the summary.
+    codec_note: Option<String>,
 }
 
 impl CudaTileStream {
@@ -390,6 +450,7 @@ impl CudaTileStream {
         let gpu = Gpu::open().map_err(gpu_error)?;
         // every option is checked before any buffer is made
         let plan = plan_stream(&spec, fill)?;
+        let request = sink.device_codec(&plan);
         let kernel = ScatterKernel::new(&plan, fill, 16);
         // compiled and configured once, now, so that no epoch pays for it
         kernel.compiled(&gpu)?;
@@ -413,6 +474,7 @@ impl CudaTileStream {
                 arrived: event()?,
                 scattered: event()?,
                 left: event()?,
+                packed: event()?,
                 outgoing: None,
                 pending: None,
             })
@@ -421,9 +483,49 @@ impl CudaTileStream {
         compute
             .synchronize()
             .map_err(driver("allocating the tile ring"))?;
-        state.summary.buffer_bytes = HOST_BUFFERS as u64 * state.plan.epoch_buffer_bytes();
+        let tiles = [0, 1].map(|s| slots[s].tiles.device_ptr(&compute).0);
+        let (compression, codec_note) = match request {
+            None => (None, None),
+            Some((_, CodecOn::Cpu)) => (None, Some("cpu (as asked)".to_string())),
+            Some((codec, on)) => {
+                let made = match unsupported(codec, &state.plan) {
+                    Some(why) => Err(why),
+                    None => Nvcomp::load().and_then(|nvcomp| {
+                        let described = nvcomp.describe();
+                        EpochCompressor::new(
+                            &gpu,
+                            &compute,
+                            nvcomp,
+                            codec,
+                            &state.plan,
+                            fill,
+                            tiles,
+                        )
+                        .map(|c| (c, described))
+                        .map_err(|e| e.to_string())
+                    }),
+                };
+                match made {
+                    Ok((compressor, described)) => (
+                        Some(Compression {
+                            compressor,
+                            on_gpu: true,
+                            measure: on == CodecOn::Auto,
+                            note: format!("gpu ({described})"),
+                        }),
+                        None,
+                    ),
+                    Err(why) => (None, Some(format!("cpu, since the GPU cannot: {why}"))),
+                }
+            }
+        };
+        let host_bytes = match &compression {
+            Some(c) => c.compressor.packed_bound().max(kernel.epoch_buffer_bytes),
+            None => kernel.epoch_buffer_bytes,
+        };
+        state.summary.buffer_bytes = HOST_BUFFERS as u64 * host_bytes;
         let host_free = (0..HOST_BUFFERS)
-            .map(|_| PinnedBuffer::new(&gpu, kernel.epoch_buffer_bytes as usize))
+            .map(|_| PinnedBuffer::new(&gpu, host_bytes as usize))
             .collect::<Result<Vec<_>, _>>()
             .map_err(gpu_error)?;
         // the stream's time starts at its first append, as the benchmarks count it
@@ -439,6 +541,8 @@ impl CudaTileStream {
             host_free,
             halver: None,
             ended: None,
+            compression,
+            codec_note,
         })
     }
 
@@ -541,37 +645,40 @@ impl CudaTileStream {
         }
         let take = self.state.accepted(data.len())?;
         self.bind()?;
-        let parts = self.append_parts(&data[..take]);
-        // the caller's memory is released on return: every copy from it must be done
-        let copied = self
-            .copy_in
-            .synchronize()
-            .map_err(driver("copying input to the GPU"));
+        let direct = take >= DIRECT_BYTES && is_pinned(&data[..take]);
+        let parts = self.append_parts(&data[..take], direct);
+        // the caller's memory is released on return: every copy straight
+        // from it must be done (staged copies are the stream's own)
+        if direct {
+            self.copy_in
+                .synchronize()
+                .map_err(driver("copying input to the GPU"))?;
+        }
         parts?;
-        copied?;
         Ok(take)
     }
 
-    /// Copies `src` epoch by epoch, shipping each full epoch; copies from
-    /// `src` may still run when this returns.
-    fn append_parts(&mut self, src: &[u8]) -> Result<(), StreamError> {
+    /// Copies `src` epoch by epoch, shipping each full epoch; copies
+    /// straight from `src` (`direct`: it is pinned) may still run when this
+    /// returns.
+    fn append_parts(&mut self, src: &[u8], direct: bool) -> Result<(), StreamError> {
         self.in_epochs(src.len() as u64, |s, at, n| {
             let started = Instant::now();
-            s.copy_in_part(&src[at as usize..(at + n) as usize])?;
+            s.copy_in_part(&src[at as usize..(at + n) as usize], direct)?;
             s.state.summary.scatter_seconds += started.elapsed().as_secs_f64();
             Ok(())
         })
     }
 
-    /// Puts `part` at the cursor of the current slot's device input: large
-    /// parts straight from the caller's memory, small ones through the
-    /// slot's staging buffer.
-    fn copy_in_part(&mut self, part: &[u8]) -> Result<(), StreamError> {
+    /// Puts `part` at the cursor of the current slot's device input: by
+    /// DMA straight from the caller's pinned memory (`direct`), or through
+    /// the slot's pinned staging, copied there by several threads.
+    fn copy_in_part(&mut self, part: &[u8], direct: bool) -> Result<(), StreamError> {
         let (s, cursor) = ((self.state.epoch % 2) as usize, self.state.cursor);
         if cursor == 0 {
             self.wait_for_slot(s)?;
         }
-        if part.len() < DIRECT_BYTES {
+        if !direct {
             let (c, slot) = (cursor as usize, &mut self.slots[s]);
             let staging = match &mut slot.staging {
                 Some(buffer) => buffer,
@@ -580,14 +687,17 @@ impl CudaTileStream {
                         .map_err(gpu_error)?,
                 ),
             };
-            staging.as_mut()[c..c + part.len()].copy_from_slice(part);
+            let into = &mut staging.as_mut()[c..c + part.len()];
+            match part.len() >= DIRECT_BYTES {
+                true => copy_parallel(into, part),
+                false => into.copy_from_slice(part),
+            }
             slot.pending.get_or_insert(cursor);
             return Ok(());
         }
         self.send_staged(s)?;
         let (base, _guard) = self.slots[s].input.device_ptr(&self.copy_in);
-        // SAFETY: `append` awaits the copy before `part` goes back to the
-        // caller (pageable memory the driver stages before returning).
+        // SAFETY: `append` awaits the copy before `part` goes back to the caller.
         unsafe { cu::memcpy_htod_async(base + cursor, part, self.copy_in.cu_stream()) }
             .map_err(driver("copying input to the GPU"))?;
         Ok(())
@@ -625,15 +735,91 @@ impl CudaTileStream {
         .map_err(driver("copying staged input to the GPU"))
     }
 
-    /// Gives slot `s`'s finished tiles to the sink once they reached the host.
+    /// Gives slot `s`'s finished tiles (or chunks) to the sink once they
+    /// reached the host.
     fn hand_over(&mut self, s: usize) -> Result<(), StreamError> {
-        if let Some((index, planes, buffer)) = self.slots[s].outgoing.take() {
+        if let Some((index, planes, buffer, encoded)) = self.slots[s].outgoing.take() {
             self.slots[s]
                 .left
                 .synchronize()
                 .map_err(driver("copying tiles to the host"))?;
-            self.state.send(index, planes, buffer)?;
+            self.state.send_encoded(index, planes, buffer, encoded)?;
         }
+        Ok(())
+    }
+
+    /// Packs slot `s`'s epoch compressed on the GPU, if it holds one, and
+    /// starts copying its chunks to a host buffer, handed over later.
+    fn pack(&mut self, s: usize) -> Result<(), StreamError> {
+        if !self
+            .compression
+            .as_ref()
+            .is_some_and(|c| c.compressor.pending(s))
+        {
+            return Ok(());
+        }
+        let mut host = self.host_buffer()?;
+        let Some(compression) = &mut self.compression else {
+            return Ok(());
+        };
+        let slot = &mut self.slots[s];
+        let packed = compression.compressor.finish(
+            &self.compute,
+            &self.copy_out,
+            s,
+            &mut host,
+            &slot.packed,
+        )?;
+        slot.left
+            .record(&self.copy_out)
+            .map_err(driver("recording an event"))?;
+        match packed {
+            Some(p) => slot.outgoing = Some((p.index, p.planes, host, Some(p.encoded))),
+            None => self.host_free.push(host),
+        }
+        Ok(())
+    }
+
+    /// `--codec-on auto`, on the first epoch (in slot `s`, compressed on
+    /// the GPU and not yet packed): measures how fast the sink's writer
+    /// threads encode its tiles and how fast the GPU compressed them, and
+    /// keeps the faster for the epochs after it.
+    fn choose_where_to_compress(&mut self, s: usize, planes: u64) -> Result<(), StreamError> {
+        let mut host = self.host_buffer()?;
+        let tiles = self.slots[s].tiles.device_ptr(&self.copy_out).0;
+        let bytes = self.kernel.epoch_buffer_bytes as usize;
+        self.copy_out
+            .wait(&self.slots[s].scattered)
+            .map_err(driver("ordering the copy out after the scatter"))?;
+        // SAFETY: `host` is pinned and holds an epoch buffer; the copy is
+        // awaited right below.
+        unsafe {
+            cu::memcpy_dtoh_async(
+                &mut host.as_mut()[..bytes],
+                tiles,
+                self.copy_out.cu_stream(),
+            )
+        }
+        .map_err(driver("copying tiles to the host"))?;
+        self.copy_out
+            .synchronize()
+            .map_err(driver("copying tiles to the host"))?;
+        let (cpu, host) = self.state.encode_rate(self.state.epoch, planes, host)?;
+        self.host_free.push(host);
+        let Some(c) = &mut self.compression else {
+            return Ok(());
+        };
+        let gpu = c.compressor.measure_epoch(s)?;
+        c.measure = false;
+        let cpu = cpu.unwrap_or(0.0);
+        c.on_gpu = gpu >= cpu;
+        c.note = format!(
+            "{} (auto: on the first epoch the GPU compressed {:.2} GB/s, the CPU's writer threads {:.2} GB/s; {})",
+            if c.on_gpu { "gpu" } else { "cpu" },
+            gpu / 1e9,
+            cpu / 1e9,
+            c.note
+        );
         Ok(())
     }
 
@@ -668,6 +854,12 @@ impl CudaTileStream {
         let mut shipped = self.end_input();
         self.bind()?;
         let partial = self.ended.unwrap_or(0);
+        // the epoch still compressed on the GPU is packed and copied out
+        for s in [0, 1] {
+            if shipped.is_ok() {
+                shipped = self.pack(s);
+            }
+        }
         // the older epoch first: sinks see epochs in order
         let older = usize::from(
             self.slots[1].outgoing.as_ref().map(|o| o.0)
@@ -678,9 +870,19 @@ impl CudaTileStream {
                 shipped = self.hand_over(s);
             }
         }
-        let (summary, returned) = self.state.finish(shipped, partial)?;
+        let (mut summary, returned) = self.state.finish(shipped, partial)?;
         // pinned buffers are freed when the stream is dropped: unpinning is slow
         self.host_free.extend(returned);
+        summary.codec_on = match &self.compression {
+            Some(c) => Some(format!(
+                "{}; the GPU compressed {:.3} GB of tiles into {:.3} GB in {:.3} s of GPU time",
+                c.note,
+                c.compressor.bytes_in as f64 / 1e9,
+                c.compressor.bytes_out as f64 / 1e9,
+                c.compressor.gpu_seconds
+            )),
+            None => self.codec_note.clone(),
+        };
         Ok(summary)
     }
 }
@@ -692,14 +894,18 @@ impl Filler for CudaTileStream {
         &mut self.state
     }
 
-    /// Sends the current epoch through the GPU: input up, scatter, tiles down.
+    /// Sends the current epoch through the GPU: input up, scatter, then
+    /// tiles down, or compressed on the GPU (packed and sent down when the
+    /// next epoch ships).
     fn ship_epoch(&mut self, planes: u64) -> Result<(), StreamError> {
         let s = (self.state.epoch % 2) as usize;
         self.send_staged(s)?;
+        // the previous epoch's chunks, compressed on the GPU meanwhile, go down
+        self.pack(1 - s)?;
         // the tiles of two epochs ago left this slot long ago; the previous
         // epoch's are still on their way and are handed over next time
         self.hand_over(s)?;
-        let mut host = self.host_buffer()?;
+        let on_gpu = self.compression.as_ref().is_some_and(|c| c.on_gpu);
         let slot = &mut self.slots[s];
         let (input, _r) = slot.input.device_ptr(&self.copy_in);
         let (tiles, _w) = slot.tiles.device_ptr(&self.compute);
@@ -723,17 +929,39 @@ impl Filler for CudaTileStream {
         slot.scattered
             .record(&self.compute)
             .map_err(driver("recording an event"))?;
+        drop((_r, _w));
+        if on_gpu {
+            let epoch = self.state.epoch;
+            let Some(c) = &mut self.compression else {
+                return Ok(());
+            };
+            c.compressor.start(&self.compute, s, epoch, planes)?;
+            if c.measure {
+                self.choose_where_to_compress(s, planes)?;
+            }
+            return Ok(());
+        }
+        let mut host = self.host_buffer()?;
+        let slot = &mut self.slots[s];
+        let (tiles, _w) = slot.tiles.device_ptr(&self.compute);
         self.copy_out
             .wait(&slot.scattered)
             .map_err(driver("ordering the copy out after the scatter"))?;
+        let bytes = self.kernel.epoch_buffer_bytes as usize;
         // SAFETY: `host` is pinned and stays in the slot until `left` completes.
-        unsafe { cu::memcpy_dtoh_async(host.as_mut(), tiles, self.copy_out.cu_stream()) }
-            .map_err(driver("copying tiles to the host"))?;
+        unsafe {
+            cu::memcpy_dtoh_async(
+                &mut host.as_mut()[..bytes],
+                tiles,
+                self.copy_out.cu_stream(),
+            )
+        }
+        .map_err(driver("copying tiles to the host"))?;
         slot.left
             .record(&self.copy_out)
             .map_err(driver("recording an event"))?;
-        slot.outgoing = Some((self.state.epoch, planes, host));
-        drop((_r, _w));
+        slot.outgoing = Some((self.state.epoch, planes, host, None));
+        drop(_w);
         Ok(())
     }
 }

@@ -73,6 +73,83 @@ pub struct SharedEpoch {
     pub planes: u64,
     tiles: Arc<dyn TileBytes>,
     plan: Arc<StreamPlan>,
+    encoded: Option<Arc<EncodedChunks>>,
+}
+
+/// A chunk codec that a backend can run itself in place of the sink (the
+/// GPU, through nvCOMP), as the sink names it ([`Sink::device_codec`]):
+/// the stored bytes are those the sink's own codec would decode.
+///
+/// ```
+/// use retile_plan::DeviceCodec;
+/// assert_ne!(DeviceCodec::Zstd, DeviceCodec::BloscLz4 { typesize: 2 });
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DeviceCodec {
+    /// Zarr's `zstd` codec: each chunk one standard zstd frame.
+    Zstd,
+    /// Zarr's `blosc` codec, LZ4 inside, byte shuffle of `typesize`-byte elements.
+    BloscLz4 {
+        /// Bytes per element.
+        typesize: u8,
+    },
+    /// Zarr's `blosc` codec, zstd inside, byte shuffle of `typesize`-byte elements.
+    BloscZstd {
+        /// Bytes per element.
+        typesize: u8,
+    },
+}
+
+/// Where chunks are compressed when the stream's backend could do it
+/// itself (`--codec-on`).
+///
+/// ```
+/// use retile_plan::CodecOn;
+/// assert_eq!("gpu".parse::<CodecOn>().unwrap(), CodecOn::Gpu);
+/// assert_eq!(CodecOn::default(), CodecOn::Auto);
+/// assert!("disk".parse::<CodecOn>().is_err());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CodecOn {
+    /// Both are measured on the first epoch, and the faster is used.
+    #[default]
+    Auto,
+    /// The GPU, where it can (else the CPU, and the summary says why).
+    Gpu,
+    /// The sink's writer threads on the CPU.
+    Cpu,
+}
+
+impl std::str::FromStr for CodecOn {
+    type Err = StreamError;
+
+    fn from_str(text: &str) -> Result<CodecOn, StreamError> {
+        match text {
+            "auto" => Ok(CodecOn::Auto),
+            "gpu" => Ok(CodecOn::Gpu),
+            "cpu" => Ok(CodecOn::Cpu),
+            _ => Err(StreamError::Invalid(format!(
+                "codec_on '{text}': use auto, gpu or cpu"
+            ))),
+        }
+    }
+}
+
+/// The chunks of an epoch a backend encoded itself: the epoch's buffer
+/// holds their stored bytes packed, and each slot says where its chunk is.
+///
+/// ```
+/// use retile_plan::{DeviceCodec, EncodedChunks};
+/// let encoded = EncodedChunks { codec: DeviceCodec::Zstd, chunks: vec![Some((0, 9)), None] };
+/// assert_eq!(encoded.chunks[1], None); // the second tile is fill alone: left out
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EncodedChunks {
+    /// The codec the chunks were encoded with.
+    pub codec: DeviceCodec,
+    /// Per slot: the offset and length of its chunk's stored bytes in the
+    /// buffer, or `None` for a tile of fill alone (left out of the store).
+    pub chunks: Vec<Option<(u64, u64)>>,
 }
 
 impl SharedEpoch {
@@ -88,7 +165,47 @@ impl SharedEpoch {
             planes,
             tiles,
             plan,
+            encoded: None,
         }
+    }
+
+    /// The same epoch, its buffer holding the chunks `encoded` describes
+    /// rather than tiles.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use retile_plan::{DType, DeviceCodec, EncodedChunks, SharedEpoch, StreamPlan, StreamSpec};
+    /// let plan = Arc::new(StreamPlan::new(&StreamSpec::new(DType::U8, vec![0, 4], vec![2, 2])?)?);
+    /// let chunks = EncodedChunks { codec: DeviceCodec::Zstd, chunks: vec![Some((0, 3)), None] };
+    /// let epoch = SharedEpoch::new(0, 2, Arc::new(vec![1u8, 2, 3]), plan).with_encoded(chunks);
+    /// assert_eq!(epoch.encoded_chunk(0), Some(Some(&[1u8, 2, 3][..])));
+    /// assert_eq!(epoch.encoded_chunk(1), Some(None));
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
+    pub fn with_encoded(mut self, encoded: EncodedChunks) -> SharedEpoch {
+        self.encoded = Some(Arc::new(encoded));
+        self
+    }
+
+    /// How the epoch's chunks were encoded, if a backend encoded them.
+    pub fn encoded(&self) -> Option<&EncodedChunks> {
+        self.encoded.as_deref()
+    }
+
+    /// The stored bytes of slot `slot`'s chunk, when the epoch is encoded:
+    /// `Some(None)` for a chunk of fill alone (or out of range); `None`
+    /// when the epoch holds tiles.
+    pub fn encoded_chunk(&self, slot: usize) -> Option<Option<&[u8]>> {
+        let encoded = self.encoded.as_ref()?;
+        let bytes = self.tiles.bytes();
+        Some(
+            encoded
+                .chunks
+                .get(slot)
+                .copied()
+                .flatten()
+                .and_then(|(at, len)| bytes.get(at as usize..at.checked_add(len)? as usize)),
+        )
     }
 
     /// The epoch as [`Sink::write_epoch`] takes it.
@@ -128,6 +245,18 @@ pub trait Sink: Send {
     /// buffer back to the stream.
     fn submit(&mut self, epoch: SharedEpoch) -> Result<(), StreamError> {
         self.write_epoch(&epoch.view())
+    }
+    /// The codec a backend may encode this sink's chunks with for `plan`
+    /// (handing it epochs of [`EncodedChunks`]), and where the sink's
+    /// user asked for it to run; `None` (the default): the sink encodes.
+    fn device_codec(&self, _plan: &StreamPlan) -> Option<(DeviceCodec, CodecOn)> {
+        None
+    }
+    /// Bytes per second the sink encodes `epoch`'s tiles at, on all its
+    /// writer threads (measured now, writing nothing); `None` when it
+    /// cannot tell. A backend choosing where to compress asks it once.
+    fn encode_rate(&self, _epoch: &Epoch<'_>) -> Option<f64> {
+        None
     }
 }
 

@@ -32,6 +32,10 @@ pub struct Summary {
     pub sink: SinkStats,
     /// Every level of a pyramid, level 0 first (empty for a plain stream).
     pub levels: Vec<LevelSummary>,
+    /// Where the chunks were compressed when the backend could have done it
+    /// itself, and why (e.g. "gpu (nvCOMP 6.0.0)", or "cpu: nvCOMP was not
+    /// found ..."); `None` when the sink compressed as always.
+    pub codec_on: Option<String>,
 }
 
 impl Summary {

@@ -12,7 +12,7 @@ use zarrs::array::codec::{
     BloscCodec, BloscCompressionLevel, BloscCompressor, BloscShuffleMode, GzipCodec, ZstdCodec,
 };
 
-use retile_plan::StreamError;
+use retile_plan::{DeviceCodec, StreamError};
 
 /// How blosc rearranges the bytes of each block before compressing it.
 ///
@@ -173,6 +173,36 @@ impl Codec {
         }
     }
 
+    /// The codec a GPU can write in this codec's format for elements of
+    /// `element_bytes` bytes (nvCOMP's zstd and LZ4: `zstd`, and
+    /// `blosc-lz4` / `blosc-zstd` with byte shuffle and a level above 0);
+    /// `None` for the others, which the CPU encodes.
+    ///
+    /// ```
+    /// use retile_plan::DeviceCodec;
+    /// use retile_store::Codec;
+    /// let codec: Codec = "blosc-lz4:1".parse().unwrap();
+    /// assert_eq!(codec.device_codec(2), Some(DeviceCodec::BloscLz4 { typesize: 2 }));
+    /// assert_eq!(Codec::Zstd(5).device_codec(4), Some(DeviceCodec::Zstd));
+    /// assert_eq!("gzip:1".parse::<Codec>().unwrap().device_codec(2), None);
+    /// ```
+    pub fn device_codec(self, element_bytes: usize) -> Option<DeviceCodec> {
+        let typesize = u8::try_from(element_bytes).ok()?;
+        match self {
+            Codec::Zstd(_) => Some(DeviceCodec::Zstd),
+            Codec::Blosc {
+                kind,
+                level: 1..,
+                shuffle: Shuffle::Byte,
+            } => match kind {
+                BloscKind::Lz4 => Some(DeviceCodec::BloscLz4 { typesize }),
+                BloscKind::Zstd => Some(DeviceCodec::BloscZstd { typesize }),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
     /// The `zarrs` bytes-to-bytes codecs of this codec for elements of
     /// `element_bytes` bytes (empty for [`Codec::None`]).
     pub(crate) fn zarrs_codecs(
@@ -215,6 +245,8 @@ impl Codec {
 pub(crate) struct Encoder {
     codecs: Vec<Arc<dyn BytesToBytesCodecTraits>>,
     options: CodecOptions,
+    codec: Codec,
+    element_bytes: usize,
 }
 
 impl Encoder {
@@ -223,7 +255,21 @@ impl Encoder {
         Ok(Encoder {
             codecs: codec.zarrs_codecs(element_bytes)?,
             options: CodecOptions::default(),
+            codec,
+            element_bytes,
         })
+    }
+
+    /// Checks that chunks a backend encoded with `device` are this
+    /// encoder's format, so that the store holds what its metadata says.
+    pub fn check_device(&self, device: DeviceCodec) -> Result<(), StreamError> {
+        match self.codec.device_codec(self.element_bytes) == Some(device) {
+            true => Ok(()),
+            false => Err(StreamError::Sink(format!(
+                "an epoch arrived encoded as {device:?}, but the array's codec is {}: its chunks would not decode",
+                self.codec
+            ))),
+        }
     }
 
     /// The codecs, for the array's metadata.

@@ -293,11 +293,16 @@ fn write_whole(path: &Path, bytes: &[u8], durable: bool) -> io::Result<()> {
     close_checked(file)
 }
 
-/// Whether `dir`'s file system takes direct I/O: a block written to a
-/// probe file opened with `O_DIRECT` (some file systems refuse the flag,
-/// others the write).
+/// Whether `dir`'s file system takes direct I/O and gains from it: not
+/// one that lives in memory (tmpfs, ramfs: its pages are the storage, and
+/// direct I/O would only serialise a shard's writes through a staging
+/// copy), and one where a block written to a probe file opened with
+/// `O_DIRECT` succeeds (some file systems refuse the flag, others the write).
 #[cfg(target_os = "linux")]
 pub(crate) fn direct_io_works(dir: &Path) -> bool {
+    if in_memory(dir) {
+        return false;
+    }
     let probe = dir.join(".retile-direct-io-probe");
     let mut file = LocalFile::new(probe.clone(), true);
     let works = file
@@ -306,6 +311,24 @@ pub(crate) fn direct_io_works(dir: &Path) -> bool {
         .is_ok();
     let _ = std::fs::remove_file(&probe);
     works
+}
+
+/// Whether `dir` is on a file system held in memory (tmpfs, ramfs).
+#[cfg(target_os = "linux")]
+fn in_memory(dir: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    const TMPFS_MAGIC: i64 = 0x0102_1994;
+    const RAMFS_MAGIC: i64 = 0x8584_58f6;
+    let Ok(path) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: statfs writes one `struct statfs` into `info`, zeroed before.
+    let mut info: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `path` is a NUL-terminated string and `info` a valid out-pointer.
+    if unsafe { libc::statfs(path.as_ptr(), &mut info) } != 0 {
+        return false;
+    }
+    matches!(info.f_type as i64, TMPFS_MAGIC | RAMFS_MAGIC)
 }
 
 /// Direct I/O is used on Linux only.
@@ -379,6 +402,29 @@ mod tests {
                 assert_eq!(bytes.len(), pieces.iter().map(Vec::len).sum::<usize>());
             }
         }
+    }
+
+    #[test]
+    fn a_file_system_in_memory_is_written_through_the_page_cache() {
+        // /proc/mounts says which directories are tmpfs; each is in memory
+        let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
+        let tmpfs: Vec<&str> = mounts
+            .lines()
+            .filter_map(|l| {
+                l.split_whitespace()
+                    .collect::<Vec<_>>()
+                    .get(1..3)
+                    .map(|f| (f[0], f[1]))
+            })
+            .filter(|(_, kind)| *kind == "tmpfs")
+            .map(|(dir, _)| dir)
+            .filter(|dir| Path::new(dir).is_dir())
+            .collect();
+        for dir in &tmpfs {
+            assert!(in_memory(Path::new(dir)), "{dir}");
+            assert!(!direct_io_works(Path::new(dir)), "{dir}");
+        }
+        assert!(!in_memory(Path::new("/nonexistent/retile")));
     }
 
     #[test]

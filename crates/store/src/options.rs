@@ -5,7 +5,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
 
-use retile_plan::StreamError;
+use retile_plan::{CodecOn, StreamError};
 
 use crate::codec::Codec;
 use crate::object::S3Options;
@@ -60,6 +60,11 @@ pub struct ZarrOptions {
     /// When a local store's files are synced to the disk (objects in S3
     /// are stored once their upload completes).
     pub sync: SyncPolicy,
+    /// Where chunks are compressed when the stream runs on a GPU that can
+    /// write the codec itself (`zstd`, `blosc-lz4`, `blosc-zstd` through
+    /// nvCOMP): measured and chosen (`Auto`), the GPU, or the CPU. A CPU
+    /// stream always compresses on the CPU.
+    pub codec_on: CodecOn,
 }
 
 /// When a local store's data reaches the disk, and so which claims survive

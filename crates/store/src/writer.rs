@@ -245,6 +245,9 @@ impl EpochWriter {
             shared.in_flight.wait_idle();
         }
         shared.check()?;
+        if let Some(encoded) = epoch.encoded() {
+            shared.encoder.check_device(encoded.codec)?;
+        }
         let depth = shared.grid.depth();
         let (row_index, depth_pos) = (epoch.index / depth, epoch.index % depth);
         let row = shared.row(row_index);
@@ -312,6 +315,13 @@ impl Drop for EpochWriter {
     }
 }
 
+/// One chunk to append: a tile to encode, or the stored bytes a backend
+/// encoded (`None`: a tile of fill alone).
+enum Chunk<'a> {
+    Tile(&'a [u8]),
+    Encoded(Option<&'a [u8]>),
+}
+
 /// Some tiles of one epoch for one file.
 struct Task {
     shared: Arc<Shared>,
@@ -347,13 +357,11 @@ impl Task {
             if let Some(epoch) = &self.epoch {
                 let view = epoch.view();
                 for member in &self.members {
-                    shared.append(
-                        &self.row,
-                        self.row_index,
-                        self.file,
-                        *member,
-                        view.tile(member.slot),
-                    )?;
+                    let chunk = match epoch.encoded_chunk(member.slot) {
+                        Some(stored) => Chunk::Encoded(stored),
+                        None => Chunk::Tile(view.tile(member.slot)),
+                    };
+                    shared.append(&self.row, self.row_index, self.file, *member, chunk)?;
                 }
             }
         }
@@ -431,26 +439,33 @@ impl Shared {
             .all(|part| part == &pattern[..part.len()])
     }
 
-    /// Encodes one tile and appends it to its file, where its bytes are; a
-    /// tile of fill alone is left out (its index entry says so).
+    /// Encodes one tile (unless a backend did) and appends it to its file,
+    /// where its bytes are; a tile of fill alone is left out (its index
+    /// entry says so).
     fn append(
         &self,
         row: &Row,
         row_index: u64,
         file: usize,
         member: Member,
-        tile: &[u8],
+        chunk: Chunk<'_>,
     ) -> Result<(), StreamError> {
-        if self.is_fill(tile) {
-            self.counters.omitted.fetch_add(1, Ordering::Relaxed);
-            return Ok(());
-        }
-        let started = thread_cpu_nanos();
-        let bytes = self.encoder.encode(tile)?;
-        let spent = thread_cpu_nanos().saturating_sub(started);
-        self.counters
-            .encode_nanos
-            .fetch_add(spent, Ordering::Relaxed);
+        let bytes = match chunk {
+            Chunk::Tile(tile) if !self.is_fill(tile) => {
+                let started = thread_cpu_nanos();
+                let bytes = self.encoder.encode(tile)?;
+                let spent = thread_cpu_nanos().saturating_sub(started);
+                self.counters
+                    .encode_nanos
+                    .fetch_add(spent, Ordering::Relaxed);
+                bytes
+            }
+            Chunk::Encoded(Some(stored)) => std::borrow::Cow::Borrowed(stored),
+            Chunk::Tile(_) | Chunk::Encoded(None) => {
+                self.counters.omitted.fetch_add(1, Ordering::Relaxed);
+                return Ok(());
+            }
+        };
         let io = self.io(row_index, file);
         let started = Instant::now();
         let placed = {

@@ -7,11 +7,16 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
+
+use rayon::prelude::*;
 
 use zarrs::array::{Array, ArrayBuilder, FillValue};
 use zarrs::storage::store::MemoryStore;
 
-use retile_plan::{Epoch, SharedEpoch, Sink, SinkStats, StreamDType, StreamError, StreamPlan};
+use retile_plan::{
+    CodecOn, DeviceCodec, Epoch, SharedEpoch, Sink, SinkStats, StreamDType, StreamError, StreamPlan,
+};
 
 use crate::chain::{ChainLink, Claim, Claiming};
 use crate::codec::{Codec, Encoder};
@@ -41,6 +46,9 @@ pub struct ZarrSink {
 struct Store {
     writer: EpochWriter,
     writer_count: usize,
+    /// The writers' encoder and threads, for measuring how fast they encode.
+    encoder: Encoder,
+    pool: Arc<rayon::ThreadPool>,
 }
 
 /// Bytes of unfinished parts the open shards of a row may keep between
@@ -246,12 +254,12 @@ impl ZarrSink {
             None => own,
         };
         let writer = EpochWriter::new(WriterSetup {
-            encoder,
+            encoder: encoder.clone(),
             grid,
             dest,
             plan: plan.clone(),
             fill: fill.to_vec(),
-            pool,
+            pool: pool.clone(),
             parts_in_flight,
             file_bytes,
             sync_rows,
@@ -260,6 +268,8 @@ impl ZarrSink {
         self.store = Some(Store {
             writer,
             writer_count,
+            encoder,
+            pool,
         });
         Ok(())
     }
@@ -304,6 +314,29 @@ impl Sink for ZarrSink {
 
     fn finish(&mut self, planes: u64) -> Result<(), StreamError> {
         self.store()?.writer.finish(planes)
+    }
+
+    /// The array's codec, where a GPU can write it, and where
+    /// [`ZarrOptions::codec_on`] asks for it to run.
+    fn device_codec(&self, plan: &StreamPlan) -> Option<(DeviceCodec, CodecOn)> {
+        let codec = self.options.codec;
+        let device = codec.device_codec(plan.spec().dtype().size())?;
+        Some((device, self.options.codec_on))
+    }
+
+    /// Encodes every tile of `epoch` on the writer threads at once, keeping
+    /// nothing, and says how many tile bytes a second that was.
+    fn encode_rate(&self, epoch: &Epoch<'_>) -> Option<f64> {
+        let store = self.store.as_ref()?;
+        let slots = epoch.plan.m() as usize;
+        let started = Instant::now();
+        let encoded = store.pool.install(|| {
+            (0..slots)
+                .into_par_iter()
+                .all(|slot| store.encoder.encode(epoch.tile(slot)).is_ok())
+        });
+        let seconds = started.elapsed().as_secs_f64();
+        encoded.then(|| (slots * epoch.tile_bytes()) as f64 / seconds.max(1e-9))
     }
 
     fn stats(&self) -> SinkStats {

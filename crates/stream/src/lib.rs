@@ -38,8 +38,9 @@ pub use retile_ngff::{
     default_axes, open_ngff, open_output, Axis, NgffOptions, Output, NGFF_VERSION,
 };
 pub use retile_plan::{
-    DType, Epoch, LevelSummary, MemorySink, NullSink, Sink, SinkStats, StreamDType, StreamError,
-    StreamPlan, StreamSpec, Summary, TileMap, TileSpan, MAX_LISTED_TILES,
+    CodecOn, DType, DeviceCodec, EncodedChunks, Epoch, LevelSummary, MemorySink, NullSink,
+    SharedEpoch, Sink, SinkStats, StreamDType, StreamError, StreamPlan, StreamSpec, Summary,
+    TileMap, TileSpan, MAX_EPOCH_BUFFERS, MAX_LISTED_TILES,
 };
 pub use retile_pyramid::{AnyStream, Backend, MultiscaleStream, PyramidOptions, MAX_LEVELS};
 pub use retile_store::{

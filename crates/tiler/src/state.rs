@@ -8,11 +8,27 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use retile_plan::{SharedEpoch, Sink, SinkStats, StreamError, StreamPlan, Summary, TileBytes};
+use retile_plan::{
+    EncodedChunks, Epoch, SharedEpoch, Sink, SinkStats, StreamError, StreamPlan, Summary, TileBytes,
+};
 
 enum Job<B> {
-    Epoch { index: u64, planes: u64, buffer: B },
-    Finish { planes: u64 },
+    Epoch {
+        index: u64,
+        planes: u64,
+        buffer: B,
+        encoded: Option<EncodedChunks>,
+    },
+    Finish {
+        planes: u64,
+    },
+    /// How fast the sink encodes these tiles; the buffer comes back with the answer.
+    Rate {
+        index: u64,
+        planes: u64,
+        buffer: B,
+        reply: Sender<(Option<f64>, B)>,
+    },
 }
 
 /// A buffer lent to the sink: the stream gets it back when the sink drops
@@ -62,13 +78,18 @@ impl<B: AsRef<[u8]> + Send + Sync + 'static> Worker<B> {
                         index,
                         planes,
                         buffer,
+                        encoded,
                     } => {
                         let started = Instant::now();
                         let lease = Lease {
                             buffer: Some(buffer),
                             back: back.clone(),
                         };
-                        let epoch = SharedEpoch::new(index, planes, Arc::new(lease), plan.clone());
+                        let mut epoch =
+                            SharedEpoch::new(index, planes, Arc::new(lease), plan.clone());
+                        if let Some(encoded) = encoded {
+                            epoch = epoch.with_encoded(encoded);
+                        }
                         let result = match &failure {
                             Some(reason) => Err(StreamError::Sink(format!(
                                 "epoch {index} was not written after an earlier failure: {reason}"
@@ -82,6 +103,21 @@ impl<B: AsRef<[u8]> + Send + Sync + 'static> Worker<B> {
                                 break;
                             }
                         }
+                    }
+                    Job::Rate {
+                        index,
+                        planes,
+                        buffer,
+                        reply,
+                    } => {
+                        let epoch = Epoch {
+                            index,
+                            planes,
+                            tiles: buffer.as_ref(),
+                            plan: &plan,
+                        };
+                        let rate = sink.encode_rate(&epoch);
+                        let _ = reply.send((rate, buffer));
                     }
                     Job::Finish { planes } => {
                         let started = Instant::now();
@@ -213,6 +249,19 @@ impl<B: AsRef<[u8]> + Send + Sync + 'static> StreamState<B> {
 
     /// Hands epoch `index` (`planes` complete planes) to the sink.
     pub fn send(&self, index: u64, planes: u64, buffer: B) -> Result<(), StreamError> {
+        self.send_encoded(index, planes, buffer, None)
+    }
+
+    /// Hands epoch `index` to the sink, its buffer holding the chunks
+    /// `encoded` describes (a backend that encodes them itself) or, with
+    /// `None`, tiles.
+    pub fn send_encoded(
+        &self,
+        index: u64,
+        planes: u64,
+        buffer: B,
+        encoded: Option<EncodedChunks>,
+    ) -> Result<(), StreamError> {
         self.worker
             .as_ref()
             .ok_or(StreamError::Finished)?
@@ -221,8 +270,34 @@ impl<B: AsRef<[u8]> + Send + Sync + 'static> StreamState<B> {
                 index,
                 planes,
                 buffer,
+                encoded,
             })
             .map_err(|_| StreamError::Sink("the sink thread stopped".into()))
+    }
+
+    /// Asks the sink, on its thread, how fast it encodes the tiles in
+    /// `buffer` (epoch `index`, `planes` planes) on all its writer threads
+    /// ([`Sink::encode_rate`], in bytes per second), and gives the buffer
+    /// back; nothing is written.
+    pub fn encode_rate(
+        &self,
+        index: u64,
+        planes: u64,
+        buffer: B,
+    ) -> Result<(Option<f64>, B), StreamError> {
+        let stopped = || StreamError::Sink("the sink thread stopped".into());
+        let (reply, answer) = channel();
+        let worker = self.worker.as_ref().ok_or(StreamError::Finished)?;
+        worker
+            .jobs
+            .send(Job::Rate {
+                index,
+                planes,
+                buffer,
+                reply,
+            })
+            .map_err(|_| stopped())?;
+        answer.recv().map_err(|_| stopped())
     }
 
     /// A buffer for the next epoch: one the sink gave back, a `free` one,
