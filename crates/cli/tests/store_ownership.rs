@@ -492,3 +492,35 @@ fn ngff_arguments_that_make_an_invalid_image_are_refused() {
         ["coordinateTransformations"][0]["scale"];
     assert_eq!(level2[1].as_f64(), Some(1.6e308), "{group}");
 }
+
+#[test]
+fn a_start_that_fails_after_the_store_is_made_leaves_nothing_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("failed.zarr");
+    let text = path.to_str().unwrap();
+    // an image's group is made before its levels' arrays, which refuse the writers
+    for extra in [&["--pyramid", "mean"][..], &["--ngff"]] {
+        for writers in ["0", "300"] {
+            let args = [extra, &["--writers", writers]].concat();
+            refused(&stream_args(text, "3", &args), &["writer threads"]);
+            assert!(
+                !path.exists(),
+                "{args:?}: a failed start left {}",
+                path.display()
+            );
+        }
+    }
+    // a directory the user made stays, emptied of what the start made
+    std::fs::create_dir(&path).unwrap();
+    refused(
+        &stream_args(text, "3", &["--pyramid", "mean", "--writers", "0"]),
+        &["writer threads"],
+    );
+    assert_eq!(
+        std::fs::read_dir(&path).unwrap().count(),
+        0,
+        "leftovers in the user's directory"
+    );
+    succeeds(&stream_args(text, "3", &["--pyramid", "mean"]));
+    assert_eq!(planes_holding_the_pattern(&path, "/0"), 3);
+}
