@@ -34,10 +34,10 @@ mkdir -p "$bundle/wheels"
 
 # the CLI, copied out at once (another build in the same target directory may replace it)
 if [ "${CUDA:-0}" = 1 ]; then
-    # the GPU's bundle: the CLI with the CUDA backend, the GPU tests (optimised,
-    # without LTO), nvCOMP's library (from NVCOMP_WHEEL, a downloaded
-    # nvidia-libnvcomp-cu13 wheel) and zarr-python to read back; no Python
-    # package or acquire-zarr, which the GPU's run does not measure
+    # the GPU's bundle: the CLI with the CUDA backend (its CPU backend is the
+    # plain CLI's), the GPU tests (optimised, without LTO), nvCOMP's library
+    # (from NVCOMP_WHEEL, a downloaded nvidia-libnvcomp-cu13 wheel), beside
+    # the Python package and the peers (PEERS; default without matplotlib)
     cargo build --release -p retile --features cuda
     cp "$target/release/retile" "$bundle/retile"
     strip "$bundle/retile"
@@ -56,7 +56,7 @@ for line in sys.stdin:
     find "$bundle/nvcomp.tmp" -name 'libnvcomp.so.*' ! -name '*cpu*' -exec cp {} "$bundle/nvcomp/" \;
     rm -rf "$bundle/nvcomp.tmp"
     # executables xz-compressed (a third of their size) to fit the 64 MiB a
-    # call carries beside nvCOMP's 25 MB; bench/device_gpu.sh unpacks them
+    # call carries beside nvCOMP's 25 MB; bench/unpack_bundle.py unpacks them
     "$PYTHON" - "$bundle/retile" "$bundle"/tests/* <<'PY'
 import lzma, os, sys
 for path in sys.argv[1:]:
@@ -64,17 +64,17 @@ for path in sys.argv[1:]:
         g.write(f.read())
     os.remove(path)
 PY
-    peers=(zarr==3.4.2 numcodecs==0.17.1)
+    read -r -a peers <<<"${PEERS:-zarr==3.4.2 numcodecs==0.17.1 acquire-zarr==0.10.0}"
 else
     cargo build --release -p retile
     cp "$target/release/retile" "$bundle/retile"
     strip "$bundle/retile"
-    "$MATURIN" build --release --strip -m crates/python/Cargo.toml --out "$bundle/wheels"
-    ls "$bundle"/wheels/retile-*-cp311-abi3-*.whl >/dev/null || {
-        echo "the retile wheel is not an abi3 wheel (cp311-abi3): it would not import on Python $PYVER" >&2
-        exit 1
-    }
 fi
+"$MATURIN" build --release --strip -m crates/python/Cargo.toml --out "$bundle/wheels"
+ls "$bundle"/wheels/retile-*-cp311-abi3-*.whl >/dev/null || {
+    echo "the retile wheel is not an abi3 wheel (cp311-abi3): it would not import on Python $PYVER" >&2
+    exit 1
+}
 
 "$PYTHON" -m pip download --quiet --disable-pip-version-check --python-version "$PYVER" --only-binary=:all: \
     --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux_2_28_x86_64 \

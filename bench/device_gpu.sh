@@ -14,16 +14,7 @@ mkdir -p "$OUT"
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 RETILE_NVCOMP=$(ls "$PWD"/.bundle/nvcomp/libnvcomp.so.* | head -1)
 export RETILE_NVCOMP
-# the bundle's executables come xz-compressed (bench/device_bundle.sh)
-python3 - .bundle/*.xz .bundle/tests/*.xz <<'PY'
-import lzma, os, sys
-for path in sys.argv[1:]:
-    if os.path.exists(path):
-        with lzma.open(path) as f, open(path[:-3], "wb") as g:
-            g.write(f.read())
-        os.chmod(path[:-3], 0o755)
-        os.remove(path)
-PY
+python3 bench/unpack_bundle.py .bundle
 nvidia-smi -L 2>&1 | tee "$OUT/gpu.txt"
 status=0
 for t in .bundle/tests/*; do

@@ -26,6 +26,7 @@ cd "$(dirname "$0")/.."
 bundle=$PWD/.bundle
 PYTHON=${PYTHON:-python3}
 SITE=${SITE:-${TMPDIR:-/tmp}/retile-bench-site}
+"$PYTHON" bench/unpack_bundle.py "$bundle" # executables packed with xz (a GPU bundle's)
 if [ ! -x "$bundle/retile" ] || [ ! -d "$bundle/wheels" ]; then
     echo "no $bundle/retile or $bundle/wheels: run bench/device_bundle.sh where there is network, and carry .bundle" >&2
     exit 2

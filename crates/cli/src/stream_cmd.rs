@@ -276,10 +276,7 @@ impl ShapeArgs {
         let dtype: DType = self.dtype.parse()?;
         let spec = StreamSpec::new(dtype, self.shape.0.clone(), self.tile.0.clone())?;
         Ok(match self.memory {
-            Some(memory) => {
-                let buffers = StreamPlan::new(&spec)?.epoch_buffers_within(memory)?;
-                spec.with_epoch_buffers(buffers)?
-            }
+            Some(memory) => spec.within_memory(memory)?,
             None => spec,
         })
     }

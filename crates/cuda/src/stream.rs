@@ -374,7 +374,7 @@ const HOST_BUFFERS: usize = 3;
 struct Slot {
     input: CudaSlice<u8>,
     tiles: CudaSlice<u8>,
-    /// Pinned copy of pageable input, made on the first such append.
+    /// Pinned copy of pageable input, made with the stream.
     staging: Option<PinnedBuffer>,
     /// The input copy into `input` is done.
     arrived: CudaEvent,
@@ -470,7 +470,12 @@ impl CudaTileStream {
                 // SAFETY: as for the input.
                 tiles: unsafe { compute.alloc::<u8>(kernel.epoch_buffer_bytes as usize) }
                     .map_err(driver("allocating device tiles"))?,
-                staging: None,
+                // made now, not on the first pageable append, so that no
+                // epoch pays for pinning it (slow: the OS locks every page)
+                staging: Some(
+                    PinnedBuffer::new(&gpu, kernel.epoch_input_bytes as usize)
+                        .map_err(gpu_error)?,
+                ),
                 arrived: event()?,
                 scattered: event()?,
                 left: event()?,

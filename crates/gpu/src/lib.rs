@@ -1,7 +1,8 @@
 //! # retile-gpu: the CUDA runtime retile's GPU code runs on
 //!
 //! One place for what every GPU stage needs: GPU 0 and its stream, kernels
-//! compiled at run time by NVRTC (each source once, cached), page-locked
+//! compiled at run time by NVRTC (each source once, cached in the process
+//! and on disk between runs), page-locked
 //! host memory the GPU copies to and from, and the errors of all of it. The
 //! runtime is behind the `cuda` feature (it needs no CUDA to build: the
 //! driver and NVRTC are loaded when a GPU is opened); [`GpuError`] is always
@@ -18,6 +19,8 @@
 //! ```
 
 mod error;
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+mod ptx_cache;
 #[cfg(feature = "cuda")]
 mod runtime;
 mod source;

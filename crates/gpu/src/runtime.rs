@@ -8,6 +8,7 @@ use cudarc::driver::{result as cu, CudaContext, CudaFunction, CudaStream, Driver
 use cudarc::nvrtc::{compile_ptx_with_opts, CompileOptions, Ptx};
 
 use crate::error::{GpuError, Result};
+use crate::ptx_cache;
 
 /// Maps a CUDA error to a [`GpuError`] that says what retile was doing.
 ///
@@ -125,7 +126,8 @@ impl Gpu {
         Ok(sms.max(1) as u32)
     }
 
-    /// Compiles `source` (once; later calls reuse it) and returns kernel `name`.
+    /// Compiles `source` (once; later calls reuse it, and later processes
+    /// the PTX kept on disk, see `RETILE_KERNEL_CACHE`) and returns kernel `name`.
     ///
     /// ```no_run
     /// let gpu = retile_gpu::Gpu::open()?;
@@ -140,9 +142,16 @@ impl Gpu {
         if let Some(f) = cache.get(source) {
             return Ok(f.clone());
         }
-        let ptx = compile(source, self.arch).map_err(|e| {
-            GpuError::Invalid(format!("NVRTC could not compile kernel {name}: {e}"))
-        })?;
+        let ptx = match ptx_cache::load(source, self.arch) {
+            Some(ptx) => Ptx::from_src(ptx),
+            None => {
+                let ptx = compile(source, self.arch).map_err(|e| {
+                    GpuError::Invalid(format!("NVRTC could not compile kernel {name}: {e}"))
+                })?;
+                ptx_cache::store(source, self.arch, &ptx.to_src());
+                ptx
+            }
+        };
         let module = self
             .ctx
             .load_module(ptx)

@@ -110,6 +110,22 @@ impl StreamSpec {
         Ok(self)
     }
 
+    /// The same stream holding as many epoch buffers as fit in `memory`
+    /// bytes (at least two, at most [`MAX_EPOCH_BUFFERS`]), or why two do
+    /// not fit: what a user's memory budget (`--memory`, `memory=`) buys.
+    ///
+    /// ```
+    /// use retile_plan::{DType, StreamSpec};
+    /// let spec = StreamSpec::new(DType::U8, vec![0, 64], vec![4, 16])?; // epochs of 256 bytes
+    /// assert_eq!(spec.clone().within_memory(1000)?.epoch_buffers(), 3);
+    /// assert!(spec.within_memory(500).is_err());
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
+    pub fn within_memory(self, memory: u64) -> Result<StreamSpec, StreamError> {
+        let buffers = StreamPlan::new(&self)?.epoch_buffers_within(memory)?;
+        self.with_epoch_buffers(buffers)
+    }
+
     /// Epoch buffers the stream holds at most.
     pub fn epoch_buffers(&self) -> u64 {
         self.epoch_buffers

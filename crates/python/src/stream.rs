@@ -167,6 +167,9 @@ impl Drop for HeldBuffer {
 /// ``backend="cuda"`` stream compresses ``zstd``, ``blosc-lz4`` and
 /// ``blosc-zstd`` chunks (nvCOMP on the GPU, or the CPU's writer threads);
 /// the summary's ``codec_on`` says where it did, and why.
+/// ``memory=BYTES`` gives the stream as many epoch buffers as fit (at least
+/// two, as ``retile stream --memory``): more of them absorb bursts of input
+/// and let the writers work on more epochs at once.
 ///
 /// Example::
 ///
@@ -318,7 +321,7 @@ fn busy() -> PyErr {
 #[pymethods]
 impl Stream {
     #[new]
-    #[pyo3(signature = (output, shape, tile, dtype, shard=None, codec="none", fill=None, dim_names=None, backend="cpu", shuffle=None, writers=None, buffered_io=false, overwrite=false, threads=0, pyramid=None, levels=None, downsample=None, ngff=false, dim_types=None, units=None, scale=None, allow_http=false, retry_seconds=120.0, s3_config=None, codec_on=None, sync="end"))]
+    #[pyo3(signature = (output, shape, tile, dtype, shard=None, codec="none", fill=None, dim_names=None, backend="cpu", shuffle=None, writers=None, buffered_io=false, overwrite=false, threads=0, pyramid=None, levels=None, downsample=None, ngff=false, dim_types=None, units=None, scale=None, allow_http=false, retry_seconds=120.0, s3_config=None, codec_on=None, memory=None, sync="end"))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         output: Option<PathBuf>,
@@ -346,6 +349,7 @@ impl Stream {
         retry_seconds: f64,
         s3_config: Option<std::collections::BTreeMap<String, String>>,
         codec_on: Option<&str>,
+        memory: Option<u64>,
         sync: &str,
     ) -> PyResult<Stream> {
         let codec_on_given = codec_on.is_some();
@@ -355,7 +359,10 @@ impl Stream {
             .map_err(stream_err)?;
         let sync = sync.parse::<SyncPolicy>().map_err(stream_err)?;
         let dtype = dtype_of(dtype)?;
-        let spec = StreamSpec::new(dtype, shape, tile).map_err(stream_err)?;
+        let mut spec = StreamSpec::new(dtype, shape, tile).map_err(stream_err)?;
+        if let Some(memory) = memory {
+            spec = spec.within_memory(memory).map_err(stream_err)?;
+        }
         let fill_text = match fill {
             None => "0".to_string(),
             Some(v) => v.str()?.to_string(),

@@ -285,3 +285,23 @@ def test_sync_rows_stores_the_same_and_bad_policies_are_value_errors(tmp_path, s
     assert not (tmp_path / "bad.zarr").exists()
     with pytest.raises(ValueError, match="sync take effect only with an output"):
         retile.Stream(None, shape=(0, 16, 16), tile=(2, 8, 8), dtype="i32", sync="rows")
+
+
+def test_memory_buys_epoch_buffers_and_too_little_is_refused(tmp_path):
+    data = data_of("u16", (40, 64, 64), 7)
+    # a stream holds two epoch buffers by default (4 planes of 64x64 u16,
+    # tiles in padded slots: a little over 32 KiB each)
+    with retile.Stream(None, shape=(0, 64, 64), tile=(4, 32, 32), dtype="u16") as s:
+        s.append(data)
+    epoch = s.summary["buffer_bytes"] // 2
+    assert epoch >= 4 * 64 * 64 * 2
+    for memory, buffers in [(2 * epoch, 2), (5 * epoch + 100, 5), (10**12, 64)]:
+        out = tmp_path / f"m{memory}.zarr"
+        with retile.Stream(str(out), shape=(0, 64, 64), tile=(4, 32, 32), dtype="u16", memory=memory) as s:
+            for frame in data:
+                s.append(frame)
+        assert s.summary["buffer_bytes"] == buffers * epoch
+        np.testing.assert_array_equal(zarr.open_array(str(out), mode="r")[:], data)
+    with pytest.raises(ValueError, match=f"at least {2 * epoch} bytes"):
+        retile.Stream(str(tmp_path / "few.zarr"), shape=(0, 64, 64), tile=(4, 32, 32), dtype="u16", memory=epoch)
+    assert not (tmp_path / "few.zarr").exists()

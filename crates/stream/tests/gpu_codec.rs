@@ -17,7 +17,7 @@ use retile_stream::{
     BloscKind, Codec, CodecOn, DType, Shuffle, StreamSpec, Summary, TileStream, ZarrOptions,
     ZarrSink,
 };
-use zarrs::array::Array;
+use zarrs::array::{Array, ArrayBytes};
 use zarrs::filesystem::FilesystemStore;
 
 struct Rng(u64);
@@ -92,9 +92,10 @@ fn write(
 fn read_back(path: &Path) -> Vec<u8> {
     let store = Arc::new(FilesystemStore::new(path).unwrap());
     let array = Array::open(store, "/").unwrap();
-    array
-        .retrieve_array_subset::<Vec<u8>>(&array.subset_all())
-        .unwrap_or_else(|e| panic!("{path:?}: {e}"))
+    let bytes: ArrayBytes<'static> = array
+        .retrieve_array_subset(&array.subset_all())
+        .unwrap_or_else(|e| panic!("{path:?}: {e}"));
+    bytes.into_fixed().unwrap().into_owned()
 }
 
 /// Bytes of every file under `path`.

@@ -26,6 +26,10 @@ class Stream:
     (``aws_endpoint``, ``aws_region``, ``aws_access_key_id``, ...), and
     ``retry_seconds`` bounds how long a failing request is retried. The
     summary then counts ``uploaded_bytes`` and ``requests``.
+
+    ``memory=BYTES`` buys as many epoch buffers as fit (at least two);
+    ``codec_on`` (``"auto"``, ``"gpu"``, ``"cpu"``) says where a
+    ``backend="cuda"`` stream compresses.
     """
 
     def __init__(
@@ -54,6 +58,8 @@ class Stream:
         allow_http: bool = False,
         retry_seconds: float = 120.0,
         s3_config: Optional[Dict[str, str]] = None,
+        codec_on: Optional[str] = None,
+        memory: Optional[int] = None,
         sync: str = "end",
     ) -> None: ...
     def append(self, data: Any) -> int:
