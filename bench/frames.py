@@ -1,22 +1,53 @@
-"""Camera-like u16 frames for the benchmarks, in one raw file: a smooth
-scene plus shot noise and a slow drift, the same bytes in every script and
-run (seeded), made once per size and read into the page cache before use."""
+"""Camera-like frames for the benchmarks, in one raw file: a smooth scene plus
+shot noise and a slow drift, the same bytes in every script and run (seeded),
+made once per size and read into the page cache before use.
+
+A frame is (height, width) or (channels, height, width); channel k's scene is
+brighter by 100 * k. u16 is the camera's own type; u8 is the u16 value / 5,
+f32 the u16 value / 3 (full mantissas, as processed data has)."""
 import os
 import subprocess
 
 import numpy as np
 
+DTYPES = ("uint8", "uint16", "float32")
+
+
+def _plane(scene, rng, t, dtype):
+    """One plane of `scene`'s shape in `dtype`: the scene, noise, the drift."""
+    noise = rng.integers(0, 64, size=scene.shape, dtype=np.uint16)
+    value = (scene + noise + (t % 50)).astype(np.uint16)
+    if dtype == "uint16":
+        return value
+    if dtype == "uint8":
+        return (value // 5).astype(np.uint8)
+    return (value.astype(np.float32) / np.float32(3)).astype(np.float32)
+
+
+def frames_raw(work, planes, frame, dtype="uint16"):
+    """The path of `planes` frames of shape `frame` ((height, width) or
+    (channels, height, width)) of `dtype` (one of DTYPES) under `work`, page-cached."""
+    frame, dtype = tuple(int(n) for n in frame), np.dtype(dtype).name
+    if dtype not in DTYPES or len(frame) not in (2, 3):
+        raise ValueError(f"frames are 2-D or 3-D of {', '.join(DTYPES)}, not {frame} {dtype}")
+    dims = "x".join(map(str, frame))
+    name = f"frames-{planes}-{dims}.raw" if dtype == "uint16" else f"frames-{planes}-{dims}-{dtype}.raw"
+    raw = os.path.join(work, name)
+    if not os.path.exists(raw):
+        rng = np.random.default_rng(7)
+        yy, xx = np.mgrid[0:frame[-2], 0:frame[-1]]
+        scene = (200 + 800 * (np.sin(yy / 97.0) * np.cos(xx / 61.0)) ** 2).astype(np.uint16)
+        channels = frame[0] if len(frame) == 3 else 1
+        scenes = [scene + np.uint16(100 * k) for k in range(channels)]
+        with open(raw + ".part", "wb") as f:
+            for t in range(planes):
+                for s in scenes:
+                    _plane(s, rng, t, dtype).tofile(f)
+        os.replace(raw + ".part", raw)  # a run killed while writing leaves no short file behind
+    subprocess.run(["cat", raw], stdout=subprocess.DEVNULL, check=True)
+    return raw
+
 
 def frames_file(work, planes, height, width):
     """The path of `planes` frames of `height` x `width` u16 under `work`, page-cached."""
-    raw = os.path.join(work, f"frames-{planes}-{height}x{width}.raw")
-    if not os.path.exists(raw):
-        rng = np.random.default_rng(7)
-        yy, xx = np.mgrid[0:height, 0:width]
-        scene = (200 + 800 * (np.sin(yy / 97.0) * np.cos(xx / 61.0)) ** 2).astype(np.uint16)
-        with open(raw, "wb") as f:
-            for t in range(planes):
-                noise = rng.integers(0, 64, size=(height, width), dtype=np.uint16)
-                (scene + noise + (t % 50)).astype(np.uint16).tofile(f)
-    subprocess.run(["cat", raw], stdout=subprocess.DEVNULL, check=True)
-    return raw
+    return frames_raw(work, planes, (height, width), "uint16")

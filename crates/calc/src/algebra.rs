@@ -55,7 +55,7 @@ pub fn tuple_value(t: &IntTuple) -> Value {
 /// let err = retile_calc::evaluate("coalesce(4:1, 4, 4)").unwrap_err();
 /// assert_eq!(err.message(), "coalesce takes 1 or 2 arguments, got 3");
 /// ```
-fn arity(name: &str, args: &[Value], min: usize, max: usize) -> Result<(), CalcError> {
+pub(crate) fn arity(name: &str, args: &[Value], min: usize, max: usize) -> Result<(), CalcError> {
     if args.len() < min || args.len() > max {
         let noun = |n: usize| if n == 1 { "argument" } else { "arguments" };
         let wanted = if min == max {
@@ -77,7 +77,7 @@ fn arity(name: &str, args: &[Value], min: usize, max: usize) -> Result<(), CalcE
 
 type Binary = fn(&cute::Layout, &cute::Tiler) -> cute::Result<cute::Layout>;
 
-fn tiler_op(name: &str) -> Option<Binary> {
+pub(crate) fn tiler_op(name: &str) -> Option<Binary> {
     Some(match name {
         "logical_divide" => cute::logical_divide,
         "zipped_divide" => cute::zipped_divide,

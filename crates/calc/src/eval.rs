@@ -5,7 +5,7 @@ use retile_layout::Layout;
 use crate::error::CalcError;
 use crate::syntax::{BinaryOp, Expr, ExprKind, Link, MethodCall};
 use crate::value::Value;
-use crate::{algebra, copy, device, register};
+use crate::{algebra, banks, copy, device, register, swizzle};
 
 /// Evaluates an expression tree; errors carry the column of the failing part.
 ///
@@ -61,12 +61,44 @@ fn eval_binary(op: BinaryOp, lhs: &Expr, rhs: &Expr) -> Result<Value, CalcError>
     binary(op, lhs, rhs)
 }
 
-/// `first * a / b ...`, in a loop.
+/// `first * a / b ...`, in a loop; `first o a o b ...` by [`eval_composition`].
 fn eval_chain(first: &Expr, links: &[Link]) -> Result<Value, CalcError> {
+    if links.first().is_some_and(|l| l.op == BinaryOp::Compose) {
+        return eval_composition(first, links);
+    }
     let mut value = eval(first)?;
     for link in links {
         let rhs = eval(&link.rhs)?;
         value = binary(link.op, value, rhs).map_err(|e| e.or_column(link.column))?;
+    }
+    Ok(value)
+}
+
+/// `a o b o c ...`: every operand evaluated, then composed right to left,
+/// in a loop, by `composition` itself; `Sw o n o L` with an integer `n` is
+/// `composition(Sw, n, L)`, the swizzled layout with offset `n`.
+fn eval_composition(first: &Expr, links: &[Link]) -> Result<Value, CalcError> {
+    let mut operands = Vec::with_capacity(links.len() + 1);
+    operands.push(eval(first)?);
+    for link in links {
+        operands.push(eval(&link.rhs)?);
+    }
+    let Some(mut value) = operands.pop() else {
+        return Err(CalcError::new(
+            "internal error: a composition without operands",
+        ));
+    };
+    while let Some(left) = operands.pop() {
+        // the `o` between `left` and `value`
+        let column = links[operands.len()].column;
+        let offset_form =
+            matches!(left, Value::Int(_)) && matches!(operands.last(), Some(Value::Swizzle(_)));
+        let swizzle = if offset_form { operands.pop() } else { None };
+        let args = match swizzle {
+            Some(swizzle) => vec![swizzle, left, value],
+            None => vec![left, value],
+        };
+        value = call("composition", false, &args, &[]).map_err(|e| e.or_column(column))?;
     }
     Ok(value)
 }
@@ -136,6 +168,7 @@ fn binary(op: BinaryOp, lhs: Value, rhs: Value) -> Result<Value, CalcError> {
                 a.divide(b)?
             }))
         }
+        BinaryOp::Compose => call("composition", false, &[lhs, rhs], &[]),
         BinaryOp::Mul | BinaryOp::Div => Err(CalcError::new(format!(
             "'{}' is not defined for {} and {}",
             if op == BinaryOp::Mul { "*" } else { "/" },
@@ -154,6 +187,11 @@ fn call(
     if let Some(result) = register::call(name, method, args, kwargs) {
         return result;
     }
+    if !method {
+        if let Some(result) = swizzle::call(name, args, kwargs) {
+            return result;
+        }
+    }
     if algebra::FUNCTIONS.contains(&name) {
         if let Some((key, _)) = kwargs.first() {
             return Err(CalcError::new(format!(
@@ -164,8 +202,10 @@ fn call(
     if method {
         let function = algebra::FUNCTIONS
             .iter()
+            .chain(swizzle::FUNCTIONS)
             .chain(device::FUNCTIONS)
             .chain(copy::FUNCTIONS)
+            .chain(banks::FUNCTIONS)
             .any(|f| *f == name);
         return Err(CalcError::new(if function {
             format!("{name} is a function, not a method: write {name}(...)")
@@ -185,11 +225,16 @@ fn call(
     if let Some(result) = copy::call(name, args, kwargs) {
         return result;
     }
+    if let Some(result) = banks::call(name, args, kwargs) {
+        return result;
+    }
     let known: Vec<&str> = algebra::FUNCTIONS
         .iter()
+        .chain(swizzle::FUNCTIONS)
         .chain(device::FUNCTIONS)
         .chain(register::FUNCTIONS)
         .chain(copy::FUNCTIONS)
+        .chain(banks::FUNCTIONS)
         .copied()
         .collect();
     Err(CalcError::new(format!(

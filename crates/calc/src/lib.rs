@@ -13,11 +13,14 @@
 
 pub mod algebra;
 mod args;
+pub mod banks;
 pub mod copy;
 pub mod device;
 mod error;
 mod eval;
 pub mod register;
+pub mod show;
+pub mod swizzle;
 mod syntax;
 mod value;
 

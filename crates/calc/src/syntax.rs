@@ -3,18 +3,21 @@
 //! Grammar (whitespace is free):
 //!
 //! ```text
-//! expr    := product ('==' product)?
+//! expr    := compose ('==' compose)?
+//! compose := product ('o' product)*
 //! product := layout (('*' | '/') layout)*
 //! layout  := postfix (':' postfix)?
 //! postfix := primary ('.' NAME '(' args ')')*
 //! primary := INT | '-' INT | '(' expr (',' expr)* ')' | '[' (expr (',' expr)*)? ']'
-//!          | '<' expr (',' expr)* '>' | '_' | NAME ('(' args ')')?
+//!          | '<' expr (',' expr)* '>' | '_' | 'Sw' '<' expr ',' expr ',' expr '>'
+//!          | NAME ('(' args ')')?
 //! args    := (arg (',' arg)*)?      arg := NAME '=' expr | expr
 //! ```
 //!
 //! Two limits keep hostile text from exhausting memory or the stack: an
 //! expression has at most [`MAX_LEN`] bytes, and brackets and calls nest at
-//! most [`MAX_DEPTH`] levels deep. Chains of operators (`a * b / c ...`) and
+//! most [`MAX_DEPTH`] levels deep. Chains of operators (`a * b / c ...`,
+//! `a o b o c ...`) and
 //! of method calls (`a.f(..).g(..) ...`) are kept flat, as lists, and are
 //! evaluated in a loop: their length is limited only by `MAX_LEN`, and no
 //! part of the library recurses once per link.
@@ -68,7 +71,8 @@ pub enum ExprKind {
         /// The calls, in order (at least one).
         calls: Vec<MethodCall>,
     },
-    /// `first * a / b ...`: `*` and `/` applied left to right.
+    /// `first * a / b ...`: `*` and `/` applied left to right; or
+    /// `first o a o b ...`: composition (every link `o`), applied right to left.
     Chain {
         /// The leftmost operand.
         first: Box<Expr>,
@@ -121,6 +125,8 @@ pub enum BinaryOp {
     Div,
     /// `==`.
     Eq,
+    /// `o`: composition, CuTe's `Sw<3,4,3> o (8,64):(64,1)`.
+    Compose,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -286,16 +292,33 @@ impl Parser {
                 ),
             ));
         }
-        let lhs = self.product()?;
+        let lhs = self.compose()?;
         let result = if matches!(self.peek(), Token::Punct("==")) {
             self.advance();
-            let rhs = self.product()?;
+            let rhs = self.compose()?;
             binary(BinaryOp::Eq, lhs, rhs)
         } else {
             lhs
         };
         self.depth -= 1;
         Ok(result)
+    }
+
+    /// A chain of `o` (composition), kept flat (see the module docs).
+    fn compose(&mut self) -> Result<Expr, CalcError> {
+        let first = self.product()?;
+        let mut links = Vec::new();
+        while matches!(self.peek(), Token::Name(n) if n == "o") {
+            let column = self.column();
+            self.advance();
+            let rhs = self.product()?;
+            links.push(Link {
+                op: BinaryOp::Compose,
+                rhs,
+                column,
+            });
+        }
+        Ok(chained(first, links))
     }
 
     /// A chain of `*` and `/`, kept flat (see the module docs).
@@ -313,17 +336,7 @@ impl Parser {
             let rhs = self.layout()?;
             links.push(Link { op, rhs, column });
         }
-        if links.is_empty() {
-            return Ok(first);
-        }
-        let column = first.column;
-        Ok(Expr {
-            kind: ExprKind::Chain {
-                first: Box::new(first),
-                links,
-            },
-            column,
-        })
+        Ok(chained(first, links))
     }
 
     fn layout(&mut self) -> Result<Expr, CalcError> {
@@ -382,6 +395,11 @@ impl Parser {
             }),
             Token::Punct("<") => ExprKind::Tiler(self.items(">")?),
             Token::Name(name) if name == "_" => ExprKind::Underscore,
+            Token::Name(name) if name == "Sw" && self.eat("<") => ExprKind::Call {
+                name,
+                args: self.items(">")?,
+                kwargs: Vec::new(),
+            },
             Token::Name(name) => {
                 if self.eat("(") {
                     let (args, kwargs) = self.args(")")?;
@@ -448,6 +466,21 @@ impl Parser {
         }
         self.expect(close)?;
         Ok((args, kwargs))
+    }
+}
+
+/// `first` alone, or the chain of `first` and `links`.
+fn chained(first: Expr, links: Vec<Link>) -> Expr {
+    if links.is_empty() {
+        return first;
+    }
+    let column = first.column;
+    Expr {
+        kind: ExprKind::Chain {
+            first: Box::new(first),
+            links,
+        },
+        column,
     }
 }
 

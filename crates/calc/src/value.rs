@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use retile_layout::{IntTuple, Layout, Tiler};
+use retile_layout::{ComposedLayout, IntTuple, Layout, Swizzle, Tiler};
 
 use crate::error::CalcError;
 
@@ -37,6 +37,12 @@ pub enum Value {
     Register(retile_register::RegisterLayout),
     /// An in-thread transpose plan.
     Transpose(retile_copy::TransposePlan),
+    /// A swizzle `Sw<B,M,S>`.
+    Swizzle(Swizzle),
+    /// A swizzled layout `Sw<B,M,S> o L`.
+    Composed(ComposedLayout),
+    /// Bank conflicts of an access pattern, and the swizzle that removes them.
+    Banks(Box<retile_copy::BankAnalysis>),
 }
 
 impl Value {
@@ -54,6 +60,9 @@ impl Value {
             Value::Device(_) => "a device layout",
             Value::Register(_) => "a register layout",
             Value::Transpose(_) => "a transpose plan",
+            Value::Swizzle(_) => "a swizzle",
+            Value::Composed(_) => "a swizzled layout",
+            Value::Banks(_) => "a bank-conflict analysis",
         }
     }
 
@@ -143,6 +152,9 @@ impl fmt::Display for Value {
             Value::Device(l) => write!(f, "{l}"),
             Value::Register(l) => write!(f, "{l}"),
             Value::Transpose(p) => write!(f, "{p}"),
+            Value::Swizzle(s) => write!(f, "{s}"),
+            Value::Composed(c) => write!(f, "{c}"),
+            Value::Banks(b) => write!(f, "{b}"),
         }
     }
 }

@@ -70,6 +70,55 @@ fn ten_thousand_long_chains_of_every_kind_evaluate_or_fail_on_a_small_stack() {
 }
 
 #[test]
+fn ten_thousand_long_composition_chains_evaluate_on_a_small_stack() {
+    on_small_stack(|| {
+        let composed = evaluate("Sw<1,0,1> o 4:1").unwrap();
+        for (text, expected) in [
+            (chain("Sw<1,0,1> o 4:1", " o 4:1", 10_000), composed.clone()),
+            (chain("Sw<1,0,1>", " o 4:1", 10_000), composed.clone()),
+            (
+                format!("Sw<1,0,1> o 0 o {}", chain("4:1", " o 4:1", 10_000)),
+                composed,
+            ),
+            (chain("4:1", " o 4:1", 10_000), evaluate("4:1").unwrap()),
+        ] {
+            assert_eq!(evaluate(&text), Ok(expected), "{}", &text[..40]);
+        }
+        let err = evaluate(&chain("Sw<1,0,1>", " o Sw<1,0,1>", 10_000)).unwrap_err();
+        assert!(err.message().contains("expected a layout"), "{err}");
+        // the failing `o` is the last one: composition goes right to left
+        assert_eq!(err.column(), Some(9 + 12 * 9_999 + 2), "{err}");
+    });
+}
+
+#[test]
+fn swizzles_with_extreme_parameters_or_offsets_are_errors_not_panics() {
+    let max = i64::MAX;
+    for text in [
+        format!("Sw<{max},0,0>"),
+        format!("Sw<0,{max},0> o 4:1"),
+        format!("Sw<1,0,{max}>"),
+        format!("Swizzle(1, 0, -{max})"),
+        "Sw<1,0,-9223372036854775808>".to_string(),
+        format!("eval(Sw<1,0,1> o 2 o 4:{max}, 1)"),
+        format!("eval(Sw<20,2,40> o {max} o 4:1, 1)"),
+        format!("size(Sw<1,0,1> o ({max},2):(1,1))"),
+        format!("cosize(Sw<1,0,1> o 3:{max})"),
+        format!("logical_product(Sw<1,0,1> o 4:{max}, 4:1)"),
+    ] {
+        let err = evaluate(&text).expect_err(&text);
+        assert!(!err.message().is_empty(), "{text}");
+    }
+    let low = i64::MIN + 1;
+    assert_eq!(
+        evaluate(&format!("eval(Sw<20,2,40> o {low} o 4:1, 0)"))
+            .unwrap()
+            .to_string(),
+        (low ^ ((low & (((1 << 20) - 1) << 42)) >> 40)).to_string()
+    );
+}
+
+#[test]
 fn the_first_link_of_a_long_chain_that_fails_is_named_by_its_column() {
     let err = evaluate(&chain("1", "*1", 10_000)).unwrap_err();
     assert_eq!(err.column(), Some(2), "{err}");
@@ -191,6 +240,28 @@ proptest! {
         let ints: Vec<String> = args.iter().map(i64::to_string).collect();
         let arg = if as_list { format!("[{}]", ints.join(", ")) } else { ints.join(", ") };
         let text = format!("{f}(local(2, 1).spatial(2, 3), {arg})");
+        let _ = evaluate(&text);
+    }
+
+    #[test]
+    fn swizzled_layouts_with_arbitrary_integers_never_panic(
+        f in prop::sample::select(vec![
+            "Swizzle", "size", "cosize", "eval", "mode", "composition", "logical_divide",
+            "zipped_product", "coalesce", "complement", "crd2idx", "flatten", "rank",
+        ]),
+        ints in prop::collection::vec(
+            prop::sample::select(vec![i64::MIN + 1, -63, -3, -1, 0, 1, 2, 3, 62, 63, 1 << 32, i64::MAX]),
+            3..7,
+        ),
+        form in 0usize..4,
+    ) {
+        let [b, m, s, x] = [ints[0], ints[1], ints[2], ints[ints.len() - 1]];
+        let text = match form {
+            0 => format!("{f}(Sw<{b},{m},{s}> o ({x},2):(1,{x}), {x})"),
+            1 => format!("{f}(Sw<1,0,{s}> o {x} o 4:{m}, <{b}:{x}>)"),
+            2 => format!("{f}({b}, {m}, {s})"),
+            _ => format!("{f}(Sw<{b},{m},{s}>, {x})"),
+        };
         let _ = evaluate(&text);
     }
 }

@@ -5,7 +5,8 @@ use std::io::{self, BufRead, Write};
 use std::process::ExitCode;
 
 use clap::Args;
-use retile_calc::{evaluate, CalcError, Value, MAX_LEN};
+use retile_calc::show::{drawing, Format};
+use retile_calc::{evaluate, CalcError, MAX_LEN};
 
 /// Arguments of `retile eval`.
 #[derive(Args)]
@@ -24,6 +25,31 @@ pub struct EvalArgs {
 pub struct ShowArgs {
     /// The layout expression to draw.
     expression: String,
+    /// Draw an SVG picture instead of a text grid (implied by an `--output` ending in `.svg`).
+    #[arg(long)]
+    svg: bool,
+    /// Write the drawing to this file instead of stdout.
+    #[arg(long, value_name = "FILE")]
+    output: Option<std::path::PathBuf>,
+    /// Draw the layout as a thread-value layout `(thread, value) -> element` over a tile of
+    /// ROWS,COLS (SVG only), e.g. `--tile 16,8`.
+    #[arg(long, value_name = "ROWS,COLS", value_parser = parse_tile)]
+    tile: Option<(i64, i64)>,
+}
+
+/// `ROWS,COLS` as two positive integers.
+fn parse_tile(text: &str) -> Result<(i64, i64), String> {
+    let parts: Vec<&str> = text.split(',').map(str::trim).collect();
+    let [rows, cols] = parts[..] else {
+        return Err(format!(
+            "give the tile as ROWS,COLS, e.g. 16,8; got {text:?}"
+        ));
+    };
+    let number = |t: &str| match t.parse::<i64>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!("tile extents must be positive integers, got {t:?}")),
+    };
+    Ok((number(rows)?, number(cols)?))
 }
 
 /// One output line for an expression: the value or `error: ...`.
@@ -152,25 +178,24 @@ pub fn eval(args: &EvalArgs) -> Result<ExitCode, CliError> {
     })
 }
 
-/// Renders a value as a drawing: a layout as a grid of offsets, a device
-/// layout as its sticks.
-fn drawing(value: &Value) -> Result<String, CalcError> {
-    match value {
-        Value::Device(l) => l.render_sticks().map_err(CalcError::caused_by),
-        Value::Register(l) => Ok(format!("{}\n", l.visualize()?)),
-        other => Ok(retile_layout::render_grid(&other.to_layout()?)?),
-    }
-}
-
-/// `retile show`: draw a layout; on an error, point at the column.
+/// `retile show`: draw a layout as text or SVG, to stdout or a file; on an
+/// error, point at the column.
 pub fn show(args: &ShowArgs) -> Result<ExitCode, CliError> {
-    match evaluate(&args.expression).and_then(|v| drawing(&v)) {
-        Ok(text) => {
-            write_stdout(&text)?;
-            Ok(ExitCode::SUCCESS)
-        }
-        Err(e) => Err(pointed(&args.expression, &e).into()),
+    let svg = args.svg
+        || args
+            .output
+            .as_ref()
+            .is_some_and(|p| p.extension().is_some_and(|e| e.eq_ignore_ascii_case("svg")));
+    let format = if svg { Format::Svg } else { Format::Text };
+    let text = evaluate(&args.expression)
+        .and_then(|v| drawing(&v, format, args.tile))
+        .map_err(|e| pointed(&args.expression, &e))?;
+    match &args.output {
+        Some(path) => std::fs::write(path, text)
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?,
+        None => write_stdout(&text)?,
     }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// The error message with the expression and a caret under the column

@@ -31,6 +31,15 @@ pub struct PlanCopyArgs {
     /// How many threads' accesses to list (at most 1024).
     #[arg(long, default_value_t = 2)]
     show_threads: i64,
+    /// Lanes per warp, for the shared-memory bank conflicts.
+    #[arg(long, default_value_t = 32)]
+    warp: i64,
+    /// Draw the plan as an SVG picture: which thread loads and stores which vector.
+    #[arg(long)]
+    svg: bool,
+    /// Write the plan (or its picture) to this file instead of stdout.
+    #[arg(long, value_name = "FILE")]
+    output: Option<std::path::PathBuf>,
 }
 
 /// The most threads whose accesses `--show-threads` lists.
@@ -119,10 +128,22 @@ pub fn plan(args: &PlanCopyArgs) -> Result<ExitCode, CliError> {
         request = request.with_target(target);
     }
     let plan = request.plan()?;
-    let mut text = format!("{plan}\n");
-    if let TransposePlan::Applies(t) = &plan {
-        text += &describe(t, args.show_threads)?;
+    let text = match (&plan, args.svg) {
+        (TransposePlan::Applies(t), true) => {
+            retile_draw::copy_svg(t).map_err(|e| CliError::Calc(retile_calc::CalcError::from(e)))?
+        }
+        (_, true) => return Err(format!("{plan}: there is no plan to draw").into()),
+        (TransposePlan::Applies(t), false) => format!(
+            "{plan}\n{}{}",
+            describe(t, args.show_threads)?,
+            crate::banks_cmd::plan_summary(&request, args.warp)?
+        ),
+        (_, false) => format!("{plan}\n"),
+    };
+    match &args.output {
+        Some(path) => std::fs::write(path, text)
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?,
+        None => crate::calc_cmd::write_stdout(&text)?,
     }
-    crate::calc_cmd::write_stdout(&text)?;
     Ok(ExitCode::SUCCESS)
 }

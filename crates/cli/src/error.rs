@@ -25,12 +25,28 @@ pub enum CliError {
     /// The layout algebra refused a layout.
     #[error(transparent)]
     Layout(#[from] retile_layout::LayoutError),
+    /// A drawing could not be made.
+    #[error(transparent)]
+    Draw(#[from] retile_draw::DrawError),
     /// A plan could not be written as JSON.
     #[error(transparent)]
     Json(#[from] serde_json::Error),
     /// Reading the input or writing the output failed.
     #[error(transparent)]
     Io(#[from] std::io::Error),
+    /// The input could not be opened.
+    #[error(transparent)]
+    Input(#[from] crate::input::InputError),
+    /// Reading the input failed mid-stream; what was read before was written.
+    #[error(
+        "{source}; the {planes} complete planes read before it were written and the store closed"
+    )]
+    InputFailed {
+        /// Why reading stopped.
+        source: crate::input::InputError,
+        /// Complete planes written.
+        planes: u64,
+    },
     /// A CUDA call of a benchmark failed.
     #[cfg(feature = "cuda")]
     #[error(transparent)]

@@ -1,11 +1,15 @@
 //! `retile`: a layout calculator, copy and stream plans, and the streaming
 //! tiler that writes row-major data into tiled Zarr v3 arrays.
 
+mod banks_cmd;
 #[cfg(feature = "cuda")]
 mod bench_cmd;
 mod calc_cmd;
 mod copy_cmd;
 mod error;
+mod input;
+mod plan_draw;
+mod signals;
 mod stream_cmd;
 
 use std::io::Write;
@@ -25,8 +29,11 @@ struct Cli {
 enum Command {
     /// Evaluate layout expressions, e.g. `retile eval 'logical_divide((4,2,3):(2,1,8), 4:2)'`.
     Eval(calc_cmd::EvalArgs),
-    /// Draw a layout as a grid of offsets, e.g. `retile show '(4,8):(8,1)'`.
+    /// Draw a layout as a grid of offsets, e.g. `retile show '(4,8):(8,1)'`, or as SVG (`--svg`).
     Show(calc_cmd::ShowArgs),
+    /// Shared-memory bank conflicts of an access pattern, and the swizzle that removes them,
+    /// e.g. `retile banks '(32,32):(32,1)' --threads '(32,32):(1,32)' --element-bytes 4`.
+    Banks(banks_cmd::BanksArgs),
     /// Print a plan, e.g. `retile plan stream --shape 4,4,6 --tile 2,2,3`.
     #[command(subcommand)]
     Plan(PlanCommand),
@@ -67,24 +74,19 @@ enum PlanCommand {
 const NO_CUDA: &str =
     "this retile was built without CUDA; rebuild with `cargo build --release --features cuda`";
 
-/// Lets the process end quietly when the reader of its output goes away
-/// (`retile show ... | head`), as Unix tools do: Rust ignores SIGPIPE, so
-/// `println!` would panic on the closed pipe instead.
-fn end_quietly_on_closed_pipes() {
-    #[cfg(unix)]
-    // SAFETY: restores the default action of one signal, before any thread
-    // is started and with no handler of ours involved.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
-}
-
 fn main() -> ExitCode {
-    end_quietly_on_closed_pipes();
+    // before parsing: `retile --help | head` ends quietly too
+    signals::end_quietly_on_closed_pipes();
     let cli = Cli::parse();
+    if matches!(cli.command, Some(Command::Stream(_))) {
+        // a dropped connection to object storage is an error the stream
+        // reports (after its retries), not a silent SIGPIPE
+        signals::report_closed_pipes();
+    }
     let result = match cli.command {
         Some(Command::Eval(args)) => calc_cmd::eval(&args),
         Some(Command::Show(args)) => calc_cmd::show(&args),
+        Some(Command::Banks(args)) => banks_cmd::banks(&args),
         Some(Command::Plan(PlanCommand::Stream(args))) => stream_cmd::plan(&args),
         Some(Command::Plan(PlanCommand::Copy(args))) => copy_cmd::plan(&args),
         Some(Command::Stream(args)) => stream_cmd::stream(&args),

@@ -1,23 +1,21 @@
 //! `retile plan stream` and `retile stream`: the streaming tiler on the
 //! command line.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use crate::error::CliError;
+use crate::input::{Input, InputError, Next};
+use crate::signals::{interrupted, stop_on_interrupt};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use retile_stream::{
     default_axes, open_output, Axis, Backend, Codec, DType, Method, MultiscaleStream, NgffOptions,
-    Output, PyramidOptions, S3Options, S3Traffic, Shuffle, StreamDType, StreamPlan, StreamSpec,
-    Summary, ZarrOptions,
+    Output, PyramidOptions, S3Options, S3Traffic, Shuffle, StreamDType, StreamError, StreamPlan,
+    StreamSpec, Summary, ZarrOptions,
 };
-
-/// Bytes read from the input per append.
-const PIECE_BYTES: usize = 8 << 20;
 
 /// The stream's shape, tile and element type.
 #[derive(Args, Clone)]
@@ -33,6 +31,35 @@ pub struct ShapeArgs {
     /// yet; u16 stores the same bits as a type every reader opens).
     #[arg(long, default_value = "u16")]
     dtype: String,
+    /// Memory for tile buffers, e.g. 2G or 1500M: as many epoch buffers
+    /// as fit, at least two (the default: two epochs).
+    #[arg(long, value_parser = parse_bytes)]
+    memory: Option<u64>,
+}
+
+/// Bytes, with an optional K, M, G or T suffix (powers of 1024; KiB and
+/// the like mean the same).
+fn parse_bytes(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let digits = t.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    let shift = match t[digits.len()..].to_ascii_uppercase().as_str() {
+        "" | "B" => 0,
+        "K" | "KB" | "KIB" => 10,
+        "M" | "MB" | "MIB" => 20,
+        "G" | "GB" | "GIB" => 30,
+        "T" | "TB" | "TIB" => 40,
+        other => {
+            return Err(format!(
+                "'{other}' is not a size suffix (write e.g. 1500M or 2G)"
+            ))
+        }
+    };
+    let n: u64 = digits
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{t}' is not a size (write e.g. 1500M or 2G)"))?;
+    n.checked_mul(1 << shift)
+        .ok_or_else(|| format!("{t} is more bytes than 64 bits hold"))
 }
 
 /// Arguments of `retile plan stream`.
@@ -45,6 +72,16 @@ pub struct PlanArgs {
     json: bool,
     #[command(flatten)]
     pyramid: PyramidArgs,
+    /// Draw the plan as an SVG picture: a frame's tiles, shards, epochs, the
+    /// order tiles retire in, and the pyramid's levels.
+    #[arg(long)]
+    svg: bool,
+    /// Tiles per shard, slowest first, ruled off in the picture (e.g. 1,4,4).
+    #[arg(long, value_parser = parse_list)]
+    shard: Option<Dims>,
+    /// Write the picture to this file instead of stdout (implies --svg).
+    #[arg(long, value_name = "FILE")]
+    output: Option<PathBuf>,
 }
 
 /// The multiscale pyramid made while streaming.
@@ -96,86 +133,107 @@ impl PyramidArgs {
     }
 }
 
+/// The headings `retile stream --help` groups its options under, each
+/// opening with an example.
+mod heading {
+    /// The stream's shape, element type and where its bytes come from.
+    pub const INPUT: &str = "Input (e.g. --shape 0,2048,2048 --dtype u16 --input data.raw)";
+    /// How the array is cut into chunks and shards, and how they are encoded.
+    pub const CHUNKS: &str =
+        "Chunks and codecs (e.g. --tile 64,256,256 --shard 1,4,4 --codec blosc-zstd:1)";
+    /// Where the store goes: a directory, or S3-compatible object storage.
+    pub const STORE: &str =
+        "Store and S3 (e.g. --output out.zarr, or --output s3://bucket/run3.zarr)";
+    /// The OME-Zarr image: pyramid and axes.
+    pub const OME_ZARR: &str =
+        "OME-Zarr (e.g. --pyramid mean --units second,micrometer,micrometer --scale 0.05,0.65,0.65)";
+    /// Threads, writers, I/O and the backend.
+    pub const PERFORMANCE: &str = "Performance (e.g. --writers 32 --threads 8, or --backend cuda)";
+}
+
 /// Arguments of `retile stream`.
 #[derive(Args)]
+#[command(mut_arg("tile", |tile| tile.help_heading(heading::CHUNKS)))]
+#[command(mut_arg("memory", |memory| memory.help_heading(heading::PERFORMANCE)))]
 pub struct StreamArgs {
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = heading::INPUT)]
     shape: ShapeArgs,
     /// Raw row-major input file, or - for stdin; without it a synthetic
     /// pattern whose values encode their linear index is streamed.
-    #[arg(long)]
+    #[arg(long, help_heading = heading::INPUT)]
     input: Option<String>,
     /// Planes of synthetic input when the shape is unbounded (default 256);
     /// a bounded shape says how many itself.
-    #[arg(long)]
+    #[arg(long, help_heading = heading::INPUT)]
     planes: Option<u64>,
     /// Zarr v3 directory to write, or s3://BUCKET/PREFIX for S3-compatible
     /// object storage (endpoint, region and credentials from AWS_ENDPOINT_URL,
     /// AWS_REGION, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, ...); without it
     /// the tiler is only measured.
-    #[arg(long)]
+    #[arg(long, help_heading = heading::STORE)]
     output: Option<PathBuf>,
     /// Allow a plain http:// object storage endpoint (unencrypted), as
     /// AWS_ALLOW_HTTP=true does.
-    #[arg(long)]
+    #[arg(long, help_heading = heading::STORE)]
     allow_http: bool,
     /// How long a request to object storage that keeps failing (throttled,
     /// server errors, dropped connections) is retried, with backoff, before
     /// the stream fails.
-    #[arg(long, default_value_t = 120.0)]
+    #[arg(long, help_heading = heading::STORE, default_value_t = 120.0)]
     retry_seconds: f64,
     /// Replace the Zarr store at --output if there is one (it is deleted first).
-    #[arg(long)]
+    #[arg(long, help_heading = heading::STORE)]
     overwrite: bool,
     /// Tiles per shard per dimension, slowest first (e.g. 1,4,4); a first
     /// count above 1 makes shards span several epochs.
-    #[arg(long, value_parser = parse_list)]
+    #[arg(long, help_heading = heading::CHUNKS, value_parser = parse_list)]
     shard: Option<Dims>,
     /// Chunk codec: none, zstd[:1-22], gzip[:0-9], blosc-lz4[:0-9],
     /// blosc-lz4hc[:0-9], blosc-zstd[:0-9] or blosc-zlib[:0-9].
-    #[arg(long, default_value = "none")]
+    #[arg(long, help_heading = heading::CHUNKS, default_value = "none")]
     codec: String,
     /// Shuffle of the blosc codecs: none, byte (the default) or bit.
-    #[arg(long)]
+    #[arg(long, help_heading = heading::CHUNKS)]
     shuffle: Option<String>,
     /// Value of padding in edge tiles, in the element type (e.g. 0, -1, 1.5, nan).
-    #[arg(long, default_value = "0", allow_hyphen_values = true)]
+    #[arg(long, help_heading = heading::CHUNKS, default_value = "0", allow_hyphen_values = true)]
     fill: String,
-    /// Write chunks through the page cache instead of with direct I/O
-    /// (direct I/O is used wherever the output's file system takes it).
-    #[arg(long)]
-    buffered_io: bool,
-    /// Files encoded and written at once (1 to 256; default 16 without
-    /// compression, two per core, 4 to 16, with it).
-    #[arg(long)]
-    writers: Option<usize>,
-    /// Dimension names, slowest first (e.g. t,y,x); in an OME-Zarr image,
-    /// the axes' names (default t,y,x and the like).
-    #[arg(long, value_delimiter = ',')]
-    dim_names: Option<Vec<String>>,
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = heading::OME_ZARR)]
     pyramid: PyramidArgs,
     /// Write an OME-Zarr (NGFF 0.5) image even without a pyramid (a
     /// one-level image); --pyramid always writes one.
-    #[arg(long)]
+    #[arg(long, help_heading = heading::OME_ZARR)]
     ngff: bool,
+    /// Dimension names, slowest first (e.g. t,y,x); in an OME-Zarr image,
+    /// the axes' names (default t,y,x and the like).
+    #[arg(long, help_heading = heading::OME_ZARR, value_delimiter = ',')]
+    dim_names: Option<Vec<String>>,
     /// OME-Zarr axis types, slowest first: time, channel or space
     /// (default: by rank, e.g. time,space,space).
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, help_heading = heading::OME_ZARR, value_delimiter = ',')]
     dim_types: Option<Vec<String>>,
     /// OME-Zarr axis units, slowest first; empty for none
     /// (e.g. second,micrometer,micrometer or ,micrometer,micrometer).
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, help_heading = heading::OME_ZARR, value_delimiter = ',')]
     units: Option<Vec<String>>,
     /// Physical size of one element of level 0 along each axis, slowest
     /// first (e.g. 1,0.5,0.5; default 1).
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, help_heading = heading::OME_ZARR, value_delimiter = ',')]
     scale: Option<Vec<f64>>,
+    /// Write chunks through the page cache instead of with direct I/O
+    /// (direct I/O is used wherever the output's file system takes it).
+    #[arg(long, help_heading = heading::PERFORMANCE)]
+    buffered_io: bool,
+    /// Writer threads: tiles encoded and written at once (1 to 256;
+    /// default one per core with compression, one per core but at least 16
+    /// without).
+    #[arg(long, help_heading = heading::PERFORMANCE)]
+    writers: Option<usize>,
     /// Threads for tiling (0 = all cores).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, help_heading = heading::PERFORMANCE, default_value_t = 0)]
     threads: usize,
     /// Where tiles are cut: cpu, or cuda (a build with `--features cuda` and a GPU).
-    #[arg(long, default_value = "cpu", value_parser = ["cpu", "cuda"])]
+    #[arg(long, help_heading = heading::PERFORMANCE, default_value = "cpu", value_parser = ["cpu", "cuda"])]
     backend: String,
 }
 
@@ -197,17 +255,31 @@ fn parse_list(text: &str) -> Result<Dims, String> {
 impl ShapeArgs {
     fn spec(&self) -> Result<StreamSpec, CliError> {
         let dtype: DType = self.dtype.parse()?;
-        Ok(StreamSpec::new(
-            dtype,
-            self.shape.0.clone(),
-            self.tile.0.clone(),
-        )?)
+        let spec = StreamSpec::new(dtype, self.shape.0.clone(), self.tile.0.clone())?;
+        Ok(match self.memory {
+            Some(memory) => {
+                let buffers = StreamPlan::new(&spec)?.epoch_buffers_within(memory)?;
+                spec.with_epoch_buffers(buffers)?
+            }
+            None => spec,
+        })
     }
 }
 
 /// `retile plan stream`.
 pub fn plan(args: &PlanArgs) -> Result<ExitCode, CliError> {
     let spec = args.shape.spec()?;
+    if args.svg || args.output.is_some() {
+        let levels = match args.pyramid.options()? {
+            Some(pyramid) => pyramid.level_plans(&spec)?,
+            None => Vec::new(),
+        };
+        let shard = args.shard.as_ref().map(|d| d.0.as_slice());
+        return crate::plan_draw::draw(&spec, shard, &levels, args.output.as_deref());
+    }
+    if args.shard.is_some() {
+        return Err("--shard is drawn in the picture only: add --svg".into());
+    }
     let Some(pyramid) = args.pyramid.options()? else {
         let plan = StreamPlan::new(&spec)?;
         let text = match args.json {
@@ -256,110 +328,6 @@ fn shape_text(shape: &[u64]) -> String {
     parts.join(" x ")
 }
 
-/// Where input comes from.
-enum Source {
-    Reader(Box<dyn Read>),
-    /// A regular file, mapped: the tiler reads the page cache directly,
-    /// saving a copy of every byte into a read buffer.
-    Mapped {
-        map: memmap2::Mmap,
-        at: usize,
-    },
-    Synthetic {
-        index: u64,
-        total: u64,
-        esize: usize,
-    },
-}
-
-impl Source {
-    /// The next piece of input, at most `buf.len()` bytes (empty = end).
-    fn next<'a>(&'a mut self, buf: &'a mut [u8]) -> Result<&'a [u8], CliError> {
-        if let Source::Mapped { map, at } = self {
-            // The piece before is tiled: unmap its pages (they stay in the
-            // page cache), so that the process holds one piece of the file,
-            // not all of it. Pieces are `buf.len()` long, a whole number of pages.
-            let before = at.saturating_sub(buf.len());
-            // SAFETY: the range was read and is never read again.
-            let _ = unsafe {
-                map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, before, *at - before)
-            };
-            let piece = &map[*at..(*at + buf.len()).min(map.len())];
-            *at += piece.len();
-            return Ok(piece);
-        }
-        let n = self.read(buf)?;
-        Ok(&buf[..n])
-    }
-
-    /// Opens `path`: mapped if it is a regular file that maps, read otherwise.
-    fn file(path: &str) -> Result<Source, CliError> {
-        let file =
-            std::fs::File::open(path).map_err(|e| format!("cannot open input {path}: {e}"))?;
-        let kind = file.metadata().map(|m| m.file_type());
-        if kind.as_ref().is_ok_and(|k| k.is_dir()) {
-            return Err(format!("the input {path} is a directory, not a file").into());
-        }
-        let regular = kind.is_ok_and(|k| k.is_file());
-        // SAFETY: the map is only read; a file truncated by another process
-        // while it is streamed would fault, as with any reader of a mapping.
-        match regular.then(|| unsafe { memmap2::Mmap::map(&file) }) {
-            Some(Ok(map)) => {
-                let _ = map.advise(memmap2::Advice::Sequential);
-                Ok(Source::Mapped { map, at: 0 })
-            }
-            _ => Ok(Source::Reader(Box::new(file))),
-        }
-    }
-
-    /// Fills `buf` with the next input; returns how many bytes (0 = end).
-    fn read(&mut self, buf: &mut [u8]) -> Result<usize, CliError> {
-        match self {
-            Source::Mapped { .. } => Ok(0),
-            Source::Reader(r) => {
-                let mut filled = 0;
-                while filled < buf.len() {
-                    match r.read(&mut buf[filled..]) {
-                        Ok(0) => break,
-                        Ok(n) => filled += n,
-                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {
-                            if interrupted() {
-                                break;
-                            }
-                        }
-                        Err(e) => return Err(format!("cannot read the input: {e}").into()),
-                    }
-                }
-                Ok(filled)
-            }
-            Source::Synthetic {
-                index,
-                total,
-                esize,
-            } => {
-                let n = ((*total - *index) as usize).min(buf.len() / *esize);
-                let out = &mut buf[..n * *esize];
-                match *esize {
-                    1 => pattern::<1>(out, *index),
-                    2 => pattern::<2>(out, *index),
-                    4 => pattern::<4>(out, *index),
-                    _ => pattern::<8>(out, *index),
-                }
-                *index += n as u64;
-                Ok(n * *esize)
-            }
-        }
-    }
-}
-
-/// Writes elements of `N` bytes holding their index from `start` on, truncated.
-fn pattern<const N: usize>(out: &mut [u8], start: u64) {
-    for (k, element) in out.chunks_exact_mut(N).enumerate() {
-        let bytes = (start + k as u64).to_le_bytes();
-        element.copy_from_slice(&bytes[..N]);
-    }
-}
-
 /// The peak resident memory of this process, from /proc (Linux).
 fn peak_rss_bytes() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
@@ -377,33 +345,6 @@ fn say(text: std::fmt::Arguments<'_>) -> Result<(), CliError> {
     out.write_fmt(text)
         .and_then(|()| out.flush())
         .map_err(|e| format!("cannot write to stdout: {e}").into())
-}
-
-/// Set by SIGINT or SIGTERM: stop reading, write what was taken, close the store.
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
-fn interrupted() -> bool {
-    INTERRUPTED.load(Ordering::Relaxed)
-}
-
-extern "C" fn on_interrupt(_: libc::c_int) {
-    INTERRUPTED.store(true, Ordering::Relaxed);
-}
-
-/// Lets SIGINT and SIGTERM end the stream cleanly: the first one stops the
-/// input (a blocked read returns), the epochs taken are written and the
-/// store is closed; a second one acts as usual.
-fn finish_cleanly_on_interrupt() {
-    // SAFETY: the handler only stores to an atomic, which is async-signal-safe;
-    // the sigaction struct is zeroed and then filled as sigaction(2) says.
-    unsafe {
-        let mut action: libc::sigaction = std::mem::zeroed();
-        action.sa_sigaction = on_interrupt as extern "C" fn(libc::c_int) as libc::sighandler_t;
-        action.sa_flags = libc::SA_RESETHAND;
-        libc::sigemptyset(&mut action.sa_mask);
-        libc::sigaction(libc::SIGINT, &action, std::ptr::null_mut());
-        libc::sigaction(libc::SIGTERM, &action, std::ptr::null_mut());
-    }
 }
 
 /// What `args` ask to write; options that need `--output` without it are
@@ -565,27 +506,17 @@ pub fn stream(args: &StreamArgs) -> Result<ExitCode, CliError> {
             threads: args.threads,
         },
     };
-    let (source, expected) = match args.input.as_deref() {
-        None => (
-            Source::Synthetic {
-                index: 0,
-                total: total / esize as u64,
-                esize,
-            },
-            Some(total),
-        ),
-        Some("-") => (
-            Source::Reader(Box::new(std::io::stdin().lock())),
-            (!spec.is_unbounded()).then_some(total),
-        ),
-        Some(path) => (Source::file(path)?, (!spec.is_unbounded()).then_some(total)),
+    let (input, expected) = match args.input.as_deref() {
+        None => (Input::synthetic(total / esize as u64, esize), Some(total)),
+        Some(path) => (Input::open(path)?, (!spec.is_unbounded()).then_some(total)),
     };
+    // from here on an interrupt stops the input and the store is closed
+    stop_on_interrupt();
     let mut tiles = open_output(spec, &fill, backend, &output)?;
-    finish_cleanly_on_interrupt();
     let traffic = output.zarr.as_ref().and_then(|z| z.s3.traffic.clone());
     run(
         &mut tiles,
-        source,
+        input,
         expected,
         args.output.as_ref(),
         traffic.as_deref(),
@@ -611,36 +542,35 @@ enum Ending {
     Excess,
     /// SIGINT or SIGTERM.
     Interrupted,
+    /// Reading it failed.
+    Failed(InputError),
 }
 
-/// Streams `source` into `tiles`; whatever happens to the input, every
+/// Streams `input` into `tiles`; whatever happens to the input, every
 /// byte taken is written and the store closed before an error is returned.
 /// The progress bar counts the input, and with `traffic` (object storage)
 /// the bytes uploaded and requests made.
 fn run(
     tiles: &mut MultiscaleStream,
-    mut source: Source,
+    mut input: Input,
     expected: Option<u64>,
     output: Option<&PathBuf>,
     traffic: Option<&S3Traffic>,
 ) -> Result<ExitCode, CliError> {
     let bar = progress_bar(expected);
-    let mut buf = vec![0u8; PIECE_BYTES];
     let mut busy = 0.0;
     let ending = loop {
         if interrupted() {
             break Ending::Interrupted;
         }
-        let piece = source.next(&mut buf)?;
-        let n = piece.len();
-        if n == 0 {
-            break match interrupted() {
-                true => Ending::Interrupted,
-                false => Ending::Done,
-            };
-        }
+        let piece = match input.next(interrupted) {
+            Ok(Next::Piece(piece)) => piece,
+            Ok(Next::End) if !interrupted() => break Ending::Done,
+            Ok(Next::End | Next::Stopped) => break Ending::Interrupted,
+            Err(e) => break Ending::Failed(e),
+        };
         let started = Instant::now();
-        let taken = tiles.append(piece)?;
+        let taken = tiles.append(piece.bytes())?;
         busy += started.elapsed().as_secs_f64();
         bar.inc(taken as u64);
         if let Some(t) = traffic.filter(|t| t.requests() > 0) {
@@ -650,7 +580,9 @@ fn run(
                 t.requests()
             ));
         }
-        if taken < n {
+        let refused = taken < piece.bytes().len();
+        input.give_back(piece);
+        if refused {
             break Ending::Excess;
         }
     };
@@ -659,6 +591,7 @@ fn run(
     busy += started.elapsed().as_secs_f64();
     bar.finish_and_clear();
     match ending {
+        Ending::Done if interrupted() => stopped(finished, busy, output),
         Ending::Done => report(&finished?, busy, output).map(|()| ExitCode::SUCCESS),
         Ending::Excess => {
             let summary = finished?;
@@ -668,17 +601,54 @@ fn run(
                 summary.planes
             ).into())
         }
-        Ending::Interrupted => {
-            let summary = finished.map_err(|e| format!("interrupted: {e}"))?;
-            report(&summary, busy, output)?;
-            let _ = writeln!(
-                std::io::stderr(),
-                "retile: interrupted: the {} planes taken were written and the store closed",
-                summary.planes
-            );
-            Ok(ExitCode::from(130))
-        }
+        Ending::Interrupted => stopped(finished, busy, output),
+        Ending::Failed(error) => Err(CliError::InputFailed {
+            planes: match finished {
+                Ok(summary) => {
+                    report(&summary, busy, output)?;
+                    summary.planes
+                }
+                Err(
+                    StreamError::PartialPlane { planes, .. }
+                    | StreamError::ShortInput { planes, .. },
+                ) => planes,
+                Err(e) => return Err(format!("{error}; then closing the store failed: {e}").into()),
+            },
+            source: error,
+        }),
     }
+}
+
+/// The end of a stream stopped by SIGINT or SIGTERM: whatever the input
+/// held (an incomplete plane is dropped, a bounded shape may be short),
+/// exit status 130 once every complete plane is written and the store
+/// closed; a failure to close it is an error.
+fn stopped(
+    finished: Result<Summary, StreamError>,
+    busy: f64,
+    output: Option<&PathBuf>,
+) -> Result<ExitCode, CliError> {
+    let (planes, dropped) = match finished {
+        Ok(summary) => {
+            // the summary is a courtesy: a closed stdout does not change the status
+            let _ = report(&summary, busy, output);
+            (summary.planes, String::new())
+        }
+        Err(StreamError::PartialPlane { planes, bytes }) => (
+            planes,
+            format!("; the {bytes} bytes of the incomplete plane after them were dropped"),
+        ),
+        Err(StreamError::ShortInput { planes, expected }) => (
+            planes,
+            format!("; the array is {planes} of the shape's {expected} planes long"),
+        ),
+        Err(e) => return Err(format!("interrupted, and closing the store failed: {e}").into()),
+    };
+    let _ = writeln!(
+        std::io::stderr(),
+        "retile: interrupted: the {planes} complete planes taken were written and the store closed{dropped}"
+    );
+    Ok(ExitCode::from(130))
 }
 
 /// Prints what a finished stream did and where its time went.
@@ -752,11 +722,7 @@ pub fn demo() -> Result<ExitCode, CliError> {
     let total = 256 * 1024 * 1024u64;
     let code = run(
         &mut tiles,
-        Source::Synthetic {
-            index: 0,
-            total,
-            esize: 2,
-        },
+        Input::synthetic(total, 2),
         Some(total * 2),
         Some(&path),
         None,

@@ -21,6 +21,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod banks;
 mod error;
 #[cfg(feature = "cuda")]
 pub mod gpu;
@@ -28,6 +29,10 @@ mod permute;
 mod transpose;
 mod vector;
 
+pub use banks::{
+    AccessPattern, BankAnalysis, BankReport, Banks, Instruction, InstructionConflicts, LaneAccess,
+    PlanBanks, Suggestion, MAX_ACCESSES, MAX_SEARCH_BITS,
+};
 pub use error::{CopyError, Result};
 pub use permute::{permute_reference, Permute};
 pub use transpose::{Access, Transpose, TransposePlan, TransposeRequest};

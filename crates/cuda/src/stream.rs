@@ -3,9 +3,10 @@
 //! Each epoch's input goes host → device on one stream, a generated scatter
 //! kernel cuts it into padded tiles on a second, and the tiles go device →
 //! host on a third, ordered by events, so that the next epoch arrives while
-//! the last one leaves. Large appends are copied straight from the
-//! caller's buffer (by DMA when it is pinned); small ones gather in two
-//! pinned staging buffers. Device memory holds two epochs of input and two of
+//! the last one leaves. Large appends from pinned memory are copied
+//! straight from the caller's buffer by DMA; the rest are copied by several
+//! threads into two pinned staging buffers, which go up while the next
+//! epoch is staged. Device memory holds two epochs of input and two of
 //! tiles, host memory two epochs of tiles, whatever the stream's length.
 
 use std::sync::Arc;
@@ -24,10 +25,41 @@ use retile_tiler::{Filler, StreamState};
 use crate::error::{driver, gpu_error};
 use crate::halver::DeviceHalver;
 
-/// Appends at least this large are copied to the GPU straight from the
-/// caller's memory (by DMA when it is pinned; the driver stages pageable
-/// memory itself); smaller ones gather in the slot's staging buffer first.
+/// Appends from pinned memory at least this large go to the GPU by DMA
+/// straight from the caller's memory; the rest (and pageable memory, which
+/// the driver would copy through its own small pinned buffer on one
+/// thread) is copied into the slot's pinned staging by several threads,
+/// and goes up by DMA when the epoch ships, while the next epoch is staged.
 const DIRECT_BYTES: usize = 1 << 20;
+
+/// Bytes each thread copies into pinned staging at once.
+const STAGE_PART: usize = 4 << 20;
+
+/// Whether `data` lies in page-locked host memory the GPU reaches by DMA.
+fn is_pinned(data: &[u8]) -> bool {
+    let mut kind = 0u32;
+    // SAFETY: the driver writes one CUmemorytype (a u32) into `kind`; for
+    // memory it does not know (pageable) it returns an error and writes nothing.
+    let known = unsafe {
+        cudarc::driver::sys::cuPointerGetAttribute(
+            (&mut kind as *mut u32).cast(),
+            cudarc::driver::sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+            data.as_ptr() as CUdeviceptr,
+        )
+    };
+    known == cudarc::driver::sys::CUresult::CUDA_SUCCESS
+        && kind == cudarc::driver::sys::CUmemorytype::CU_MEMORYTYPE_HOST as u32
+}
+
+/// Copies `src` into `dst` on the threads of the global pool, a few
+/// megabytes each: one thread alone copies at a fraction of what the memory
+/// and the bus move.
+fn copy_parallel(dst: &mut [u8], src: &[u8]) {
+    use rayon::prelude::*;
+    dst.par_chunks_mut(STAGE_PART)
+        .zip(src.par_chunks(STAGE_PART))
+        .for_each(|(d, s)| d.copy_from_slice(s));
+}
 
 /// The scatter kernel of a plan: one launch cuts `planes` planes of input
 /// (at most one epoch) into the epoch's padded tiles, `unit` bytes at a time.
@@ -541,37 +573,40 @@ impl CudaTileStream {
         }
         let take = self.state.accepted(data.len())?;
         self.bind()?;
-        let parts = self.append_parts(&data[..take]);
-        // the caller's memory is released on return: every copy from it must be done
-        let copied = self
-            .copy_in
-            .synchronize()
-            .map_err(driver("copying input to the GPU"));
+        let direct = take >= DIRECT_BYTES && is_pinned(&data[..take]);
+        let parts = self.append_parts(&data[..take], direct);
+        // the caller's memory is released on return: every copy straight
+        // from it must be done (staged copies are the stream's own)
+        if direct {
+            self.copy_in
+                .synchronize()
+                .map_err(driver("copying input to the GPU"))?;
+        }
         parts?;
-        copied?;
         Ok(take)
     }
 
-    /// Copies `src` epoch by epoch, shipping each full epoch; copies from
-    /// `src` may still run when this returns.
-    fn append_parts(&mut self, src: &[u8]) -> Result<(), StreamError> {
+    /// Copies `src` epoch by epoch, shipping each full epoch; copies
+    /// straight from `src` (`direct`: it is pinned) may still run when this
+    /// returns.
+    fn append_parts(&mut self, src: &[u8], direct: bool) -> Result<(), StreamError> {
         self.in_epochs(src.len() as u64, |s, at, n| {
             let started = Instant::now();
-            s.copy_in_part(&src[at as usize..(at + n) as usize])?;
+            s.copy_in_part(&src[at as usize..(at + n) as usize], direct)?;
             s.state.summary.scatter_seconds += started.elapsed().as_secs_f64();
             Ok(())
         })
     }
 
-    /// Puts `part` at the cursor of the current slot's device input: large
-    /// parts straight from the caller's memory, small ones through the
-    /// slot's staging buffer.
-    fn copy_in_part(&mut self, part: &[u8]) -> Result<(), StreamError> {
+    /// Puts `part` at the cursor of the current slot's device input: by
+    /// DMA straight from the caller's pinned memory (`direct`), or through
+    /// the slot's pinned staging, copied there by several threads.
+    fn copy_in_part(&mut self, part: &[u8], direct: bool) -> Result<(), StreamError> {
         let (s, cursor) = ((self.state.epoch % 2) as usize, self.state.cursor);
         if cursor == 0 {
             self.wait_for_slot(s)?;
         }
-        if part.len() < DIRECT_BYTES {
+        if !direct {
             let (c, slot) = (cursor as usize, &mut self.slots[s]);
             let staging = match &mut slot.staging {
                 Some(buffer) => buffer,
@@ -580,14 +615,17 @@ impl CudaTileStream {
                         .map_err(gpu_error)?,
                 ),
             };
-            staging.as_mut()[c..c + part.len()].copy_from_slice(part);
+            let into = &mut staging.as_mut()[c..c + part.len()];
+            match part.len() >= DIRECT_BYTES {
+                true => copy_parallel(into, part),
+                false => into.copy_from_slice(part),
+            }
             slot.pending.get_or_insert(cursor);
             return Ok(());
         }
         self.send_staged(s)?;
         let (base, _guard) = self.slots[s].input.device_ptr(&self.copy_in);
-        // SAFETY: `append` awaits the copy before `part` goes back to the
-        // caller (pageable memory the driver stages before returning).
+        // SAFETY: `append` awaits the copy before `part` goes back to the caller.
         unsafe { cu::memcpy_htod_async(base + cursor, part, self.copy_in.cu_stream()) }
             .map_err(driver("copying input to the GPU"))?;
         Ok(())

@@ -192,6 +192,8 @@ pub struct PinnedBuffer {
 
 // SAFETY: the buffer owns its allocation; nothing else aliases it.
 unsafe impl Send for PinnedBuffer {}
+// SAFETY: shared references only read the buffer.
+unsafe impl Sync for PinnedBuffer {}
 
 impl PinnedBuffer {
     /// `len` bytes of page-locked host memory of `gpu`'s context, zeroed.

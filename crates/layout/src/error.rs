@@ -153,6 +153,19 @@ pub enum LayoutError {
         /// The extent inverted so far.
         covered: i64,
     },
+    /// Swizzle parameters CuTe rejects (its `static_assert`s), or too wide
+    /// for an `i64` offset.
+    #[error("Swizzle<{bits},{base},{shift}> is not a swizzle: {reason}")]
+    BadSwizzle {
+        /// `B`, the bits xored.
+        bits: i64,
+        /// `M`, the low bits kept.
+        base: i64,
+        /// `S`, the shift.
+        shift: i64,
+        /// Which rule it breaks and what to change.
+        reason: String,
+    },
     /// The result would be too large to enumerate or draw.
     #[error("{what} has {count} entries, more than the limit of {limit}")]
     TooLarge {

@@ -14,6 +14,10 @@ use smallvec::SmallVec;
 use crate::error::{add, checked, div_rem, mul, LayoutError, Result};
 use crate::int_tuple::IntTuple;
 
+/// Most entries [`Layout::table`] lists: 16 Mi offsets (128 MiB, and some
+/// 600 MiB more as a Python list); larger layouts are evaluated where needed.
+pub const MAX_TABLE: i64 = 1 << 24;
+
 /// Leaves of a layout, inline up to 8.
 pub(crate) type Modes = SmallVec<[(i64, i64); 6]>;
 /// Nesting tokens, inline up to 24.
@@ -581,14 +585,23 @@ impl Layout {
         coord_to_offset(coord, self)
     }
 
-    /// `L(i)` for `i` in `0..count`.
+    /// `L(i)` for `i` in `0..count`; more than [`MAX_TABLE`] entries are
+    /// an error, not an allocation that could exhaust the machine.
     ///
     /// ```
-    /// # use retile_layout::Layout;
+    /// # use retile_layout::{Layout, MAX_TABLE};
     /// let l: Layout = "(2,2):(2,1)".parse().unwrap();
     /// assert_eq!(l.table(4).unwrap(), vec![0, 2, 1, 3]);
+    /// assert!(l.table(MAX_TABLE + 1).is_err());
     /// ```
     pub fn table(&self, count: i64) -> Result<Vec<i64>> {
+        if count > MAX_TABLE {
+            return Err(LayoutError::TooLarge {
+                what: "the table",
+                count,
+                limit: MAX_TABLE,
+            });
+        }
         (0..count).map(|i| self.eval(i)).collect()
     }
 }

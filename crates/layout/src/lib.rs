@@ -34,6 +34,7 @@ mod layout;
 mod notation;
 mod product;
 mod render;
+mod swizzle;
 mod tiler;
 
 pub use coalesce::{coalesce, coalesce_profile, filter};
@@ -44,10 +45,11 @@ pub use dtype::DType;
 pub use error::{ceil_div, gcd, row_major_strides, LayoutError, Result};
 pub use int_tuple::IntTuple;
 pub use inverse::{left_inverse, max_common_layout, max_common_vector, right_inverse};
-pub use layout::{append, crd2idx, idx2crd, zip, Layout};
+pub use layout::{append, crd2idx, idx2crd, zip, Layout, MAX_TABLE};
 pub use notation::MAX_NESTING;
 pub use product::{
     blocked_product, flat_product, logical_product, raked_product, tiled_product, zipped_product,
 };
-pub use render::{render_grid, MAX_CELLS};
+pub use render::{render_composed, render_grid, GridAxes, MAX_CELLS, MAX_GRID_CELLS};
+pub use swizzle::{ComposedLayout, Swizzle, MAX_SWIZZLE_BITS};
 pub use tiler::Tiler;

@@ -1,11 +1,14 @@
 //! CuTe notation: `((2,2),3):((1,4),8)` for layouts, `(2,(3,4))` for
-//! IntTuples, `<2:1,4,_>` for tilers. Whitespace is ignored.
+//! IntTuples, `<2:1,4,_>` for tilers, `Sw<3,4,3>` for swizzles and
+//! `Sw<3,4,3> o (8,64):(64,1)` (or `Sw<3,4,3> o 16 o L`, with an offset)
+//! for swizzled layouts. Whitespace is ignored.
 
 use std::str::FromStr;
 
 use crate::error::{LayoutError, Result};
 use crate::int_tuple::IntTuple;
 use crate::layout::Layout;
+use crate::swizzle::{ComposedLayout, Swizzle};
 use crate::tiler::Tiler;
 
 /// A cursor over notation text that reports errors by column.
@@ -138,6 +141,55 @@ impl<'a> Cursor<'a> {
         })
     }
 
+    /// `Sw<B,M,S>`.
+    fn swizzle(&mut self) -> Result<Swizzle> {
+        self.skip_space();
+        let start = self.pos;
+        if !self.bytes[self.pos..].starts_with(b"Sw") {
+            return Err(self.found("a swizzle 'Sw<B,M,S>'"));
+        }
+        self.pos += 2;
+        self.expect(b'<')?;
+        let bits = self.integer()?;
+        self.expect(b',')?;
+        let base = self.integer()?;
+        self.expect(b',')?;
+        let shift = self.integer()?;
+        self.expect(b'>')?;
+        Swizzle::new(bits, base, shift).map_err(|e| LayoutError::Parse {
+            column: start + 1,
+            message: e.to_string(),
+        })
+    }
+
+    /// `Sw<B,M,S> o L` or `Sw<B,M,S> o N o L` (`N` an integer, or C++'s
+    /// static `_N`), or a plain layout `L` (no swizzle).
+    fn composed(&mut self) -> Result<ComposedLayout> {
+        if self.peek() != Some(b'S') {
+            return Ok(ComposedLayout::from(self.layout()?));
+        }
+        let swizzle = self.swizzle()?;
+        if !self.eat(b'o') {
+            return Err(self.found("'o' (composition) after the swizzle"));
+        }
+        let before = self.pos;
+        let offset = match self.offset_then_o() {
+            Some(offset) => offset,
+            None => {
+                self.pos = before;
+                0
+            }
+        };
+        Ok(ComposedLayout::new(swizzle, offset, self.layout()?))
+    }
+
+    /// An offset followed by `o`, if that is what comes next.
+    fn offset_then_o(&mut self) -> Option<i64> {
+        self.eat(b'_');
+        let offset = self.integer().ok()?;
+        self.eat(b'o').then_some(offset)
+    }
+
     fn tiler(&mut self) -> Result<Tiler> {
         match self.peek() {
             Some(b'_') => {
@@ -218,5 +270,35 @@ impl FromStr for Tiler {
     /// ```
     fn from_str(text: &str) -> Result<Self> {
         parse_all(text, Cursor::tiler)
+    }
+}
+
+impl FromStr for Swizzle {
+    type Err = LayoutError;
+
+    /// ```
+    /// use retile_layout::Swizzle;
+    /// assert_eq!("Sw< 3, 4, -3 >".parse::<Swizzle>().unwrap(), Swizzle::new(3, 4, -3).unwrap());
+    /// assert!("Sw<3,4,2>".parse::<Swizzle>().is_err());
+    /// ```
+    fn from_str(text: &str) -> Result<Self> {
+        parse_all(text, Cursor::swizzle)
+    }
+}
+
+impl FromStr for ComposedLayout {
+    type Err = LayoutError;
+
+    /// ```
+    /// use retile_layout::ComposedLayout;
+    /// let c: ComposedLayout = "Sw<3,4,3> o _0 o (8,64):(64,1)".parse().unwrap();
+    /// assert_eq!(c.to_string(), "Sw<3,4,3> o (8,64):(64,1)");
+    /// assert_eq!("Sw<1,0,1> o 4 o 4:1".parse::<ComposedLayout>().unwrap().offset(), 4);
+    /// assert_eq!("Sw<1,0,1> o 4".parse::<ComposedLayout>().unwrap().to_string(), "Sw<1,0,1> o 4:1");
+    /// assert!("Sw<1,0,1> (4,4)".parse::<ComposedLayout>().is_err());
+    /// assert!("(4,4):(4,1)".parse::<ComposedLayout>().unwrap().is_plain());
+    /// ```
+    fn from_str(text: &str) -> Result<Self> {
+        parse_all(text, Cursor::composed)
     }
 }

@@ -30,8 +30,9 @@ pub fn plan_stream(spec: &StreamSpec, fill: &[u8]) -> Result<StreamPlan, StreamE
     Ok(plan)
 }
 
-/// How many epoch buffers a stream of `plan` holds: two (one filled while
-/// the sink writes the other), one for a bounded stream of a single epoch.
+/// How many epoch buffers a stream of `plan` holds: its spec's count
+/// (two by default: one filled while the sink works on the other), or as
+/// many as a bounded stream has epochs, if fewer.
 ///
 /// ```
 /// use retile_plan::{epoch_buffer_count, DType, StreamPlan, StreamSpec};
@@ -40,11 +41,7 @@ pub fn plan_stream(spec: &StreamSpec, fill: &[u8]) -> Result<StreamPlan, StreamE
 /// # Ok::<(), retile_plan::StreamError>(())
 /// ```
 pub fn epoch_buffer_count(plan: &StreamPlan) -> u64 {
-    let spec = plan.spec();
-    match spec.is_unbounded() {
-        true => 2,
-        false => spec.shape()[0].div_ceil(spec.tile()[0]).min(2),
-    }
+    plan.epoch_buffers()
 }
 
 /// Refuses a plan whose epoch buffers need more memory than the machine
@@ -55,7 +52,8 @@ fn check_memory(plan: &StreamPlan) -> Result<(), StreamError> {
         .saturating_mul(epoch_buffer_count(plan));
     match available_memory() {
         Some(available) if needed > available => Err(StreamError::Invalid(format!(
-            "the stream needs {needed} bytes of tile buffers (two epochs of {} tiles of {} bytes) but this machine has {available} bytes available; use a smaller first tile extent or smaller tiles",
+            "the stream needs {needed} bytes of tile buffers ({} epochs of {} tiles of {} bytes) but this machine has {available} bytes available; use a smaller first tile extent or smaller tiles, or fewer epoch buffers",
+            epoch_buffer_count(plan),
             plan.m(),
             plan.slot_bytes()
         ))),

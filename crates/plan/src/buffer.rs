@@ -34,11 +34,31 @@ pub struct EpochBuffer {
 
 // SAFETY: an EpochBuffer owns its allocation, like a Vec<u8>.
 unsafe impl Send for EpochBuffer {}
+// SAFETY: shared references only read the allocation, like a Vec<u8>'s.
+unsafe impl Sync for EpochBuffer {}
 
 impl EpochBuffer {
     /// `bytes` bytes of the repeated element `fill`, written now by the
     /// threads of the current pool so that no page fault lands in the hot path.
     pub fn new(bytes: usize, fill: &[u8]) -> Result<EpochBuffer, StreamError> {
+        EpochBuffer::filled_by(bytes, fill, true)
+    }
+
+    /// [`EpochBuffer::new`] filled by the calling thread alone: for a
+    /// buffer made while the caller holds a lock that another task of its
+    /// thread pool may want (a parallel fill lets the thread run such a
+    /// task in the meantime, which would then wait for the lock forever).
+    ///
+    /// ```
+    /// let stage = retile_plan::EpochBuffer::new_on_this_thread(8192, &[0])?;
+    /// assert!(stage.iter().all(|&b| b == 0));
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
+    pub fn new_on_this_thread(bytes: usize, fill: &[u8]) -> Result<EpochBuffer, StreamError> {
+        EpochBuffer::filled_by(bytes, fill, false)
+    }
+
+    fn filled_by(bytes: usize, fill: &[u8], parallel: bool) -> Result<EpochBuffer, StreamError> {
         let align = if bytes >= HUGE_PAGE { HUGE_PAGE } else { LINE };
         let too_big = || {
             StreamError::Invalid(format!(
@@ -52,7 +72,7 @@ impl EpochBuffer {
         // SAFETY: the allocation holds `bytes` bytes; MaybeUninit needs no initialisation.
         let uninit =
             unsafe { std::slice::from_raw_parts_mut(ptr.as_ptr() as *mut MaybeUninit<u8>, bytes) };
-        fill_uninit(uninit, fill);
+        fill_uninit(uninit, fill, parallel);
         Ok(EpochBuffer {
             ptr,
             len: bytes,
@@ -110,31 +130,36 @@ impl Drop for EpochBuffer {
 /// ```
 pub fn filled(bytes: usize, fill: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(bytes);
-    fill_uninit(&mut out.spare_capacity_mut()[..bytes], fill);
+    fill_uninit(&mut out.spare_capacity_mut()[..bytes], fill, true);
     // SAFETY: the first `bytes` bytes were just initialised.
     unsafe { out.set_len(bytes) };
     out
 }
 
 /// Writes the repeated element `fill` over `out` (whose length it divides),
-/// a megabyte per task.
-fn fill_uninit(out: &mut [MaybeUninit<u8>], fill: &[u8]) {
+/// a megabyte per task, on the current pool's threads or (`parallel`
+/// false) on this one.
+fn fill_uninit(out: &mut [MaybeUninit<u8>], fill: &[u8], parallel: bool) {
     let element = fill.len().max(1);
     let uniform = fill.iter().all(|&b| b == fill[0]);
-    out.par_chunks_mut((1 << 20) / element * element)
-        .for_each(|part| {
-            if uniform {
-                part.iter_mut().for_each(|b| {
-                    b.write(fill[0]);
+    let part_bytes = (1 << 20) / element * element;
+    let write = |part: &mut [MaybeUninit<u8>]| {
+        if uniform {
+            part.iter_mut().for_each(|b| {
+                b.write(fill[0]);
+            });
+        } else {
+            part.iter_mut()
+                .zip(fill.iter().cycle())
+                .for_each(|(b, &v)| {
+                    b.write(v);
                 });
-            } else {
-                part.iter_mut()
-                    .zip(fill.iter().cycle())
-                    .for_each(|(b, &v)| {
-                        b.write(v);
-                    });
-            }
-        });
+        }
+    };
+    match parallel {
+        true => out.par_chunks_mut(part_bytes).for_each(write),
+        false => out.chunks_mut(part_bytes).for_each(write),
+    }
 }
 
 /// Bytes of memory the machine has available for new allocations

@@ -36,7 +36,9 @@ pub use budget::{epoch_buffer_count, plan_stream};
 pub use buffer::{available_memory, filled, EpochBuffer};
 pub use dtype::{DType, StreamDType};
 pub use error::StreamError;
-pub use plan::{ravel, unravel, StreamPlan, StreamSpec, TileSpan, MAX_LISTED_TILES};
-pub use sink::{Epoch, MemorySink, NullSink, Sink, SinkStats};
+pub use plan::{
+    ravel, unravel, StreamPlan, StreamSpec, TileSpan, MAX_EPOCH_BUFFERS, MAX_LISTED_TILES,
+};
+pub use sink::{Epoch, MemorySink, NullSink, SharedEpoch, Sink, SinkStats, TileBytes};
 pub use summary::{LevelSummary, Summary};
 pub use tile_map::TileMap;

@@ -28,7 +28,11 @@ pub struct StreamSpec {
     dtype: DType,
     shape: Vec<u64>,
     tile: Vec<u64>,
+    epoch_buffers: u64,
 }
+
+/// Most epoch buffers a stream holds.
+pub const MAX_EPOCH_BUFFERS: u64 = 64;
 
 impl StreamSpec {
     /// Checks ranks (1 to 16, equal), extents (only the first may be 0) and
@@ -60,7 +64,12 @@ impl StreamSpec {
             ));
         }
         let dtype = dtype.check_streamable()?;
-        let spec = StreamSpec { dtype, shape, tile };
+        let spec = StreamSpec {
+            dtype,
+            shape,
+            tile,
+            epoch_buffers: 2,
+        };
         let epoch_elems = spec.plane_elements()?.checked_mul(spec.tile[0]);
         let tile_bytes = spec
             .tile
@@ -77,6 +86,33 @@ impl StreamSpec {
             return invalid("the shape or tile is too large: sizes must fit in 61 bits".into());
         }
         Ok(spec)
+    }
+
+    /// The same stream holding `count` epoch buffers (2 to
+    /// [`MAX_EPOCH_BUFFERS`]; 2 by default): one is filled while the sink
+    /// works on the others, so more of them absorb bursts of input and let
+    /// the sink work on more epochs at once, for memory.
+    ///
+    /// ```
+    /// use retile_plan::{DType, StreamPlan, StreamSpec};
+    /// let spec = StreamSpec::new(DType::U8, vec![0, 64], vec![4, 16])?.with_epoch_buffers(3)?;
+    /// assert_eq!(StreamPlan::new(&spec)?.memory_bytes(), 3 * 256);
+    /// assert!(spec.with_epoch_buffers(1).is_err());
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
+    pub fn with_epoch_buffers(mut self, count: u64) -> Result<StreamSpec, StreamError> {
+        if !(2..=MAX_EPOCH_BUFFERS).contains(&count) {
+            return Err(StreamError::Invalid(format!(
+                "a stream holds 2 to {MAX_EPOCH_BUFFERS} epoch buffers, not {count}"
+            )));
+        }
+        self.epoch_buffers = count;
+        Ok(self)
+    }
+
+    /// Epoch buffers the stream holds at most.
+    pub fn epoch_buffers(&self) -> u64 {
+        self.epoch_buffers
     }
 
     /// The element type.
@@ -298,6 +334,49 @@ impl StreamPlan {
         self.m() * self.slot_bytes()
     }
 
+    /// Epoch buffers the stream holds: the spec's count, or as many as a
+    /// bounded stream has epochs, if fewer.
+    ///
+    /// ```
+    /// use retile_plan::{DType, StreamPlan, StreamSpec};
+    /// let one_epoch = StreamPlan::new(&StreamSpec::new(DType::U8, vec![4, 8], vec![4, 8])?)?;
+    /// assert_eq!(one_epoch.epoch_buffers(), 1);
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
+    pub fn epoch_buffers(&self) -> u64 {
+        let spec = &self.spec;
+        match spec.is_unbounded() {
+            true => spec.epoch_buffers,
+            false => spec.shape[0].div_ceil(spec.tile[0]).min(spec.epoch_buffers),
+        }
+    }
+
+    /// Bytes of tile buffers the stream holds, whatever its length.
+    pub fn memory_bytes(&self) -> u64 {
+        self.epoch_buffers() * self.epoch_buffer_bytes()
+    }
+
+    /// How many epoch buffers fit in `memory` bytes, or why not even two
+    /// do: the count a user's memory budget buys.
+    ///
+    /// ```
+    /// use retile_plan::{DType, StreamPlan, StreamSpec};
+    /// let plan = StreamPlan::new(&StreamSpec::new(DType::U8, vec![0, 64], vec![4, 16])?)?;
+    /// assert_eq!(plan.epoch_buffers_within(1000)?, 3); // epochs of 256 bytes
+    /// assert!(plan.epoch_buffers_within(500).is_err());
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
+    pub fn epoch_buffers_within(&self, memory: u64) -> Result<u64, StreamError> {
+        let epoch = self.epoch_buffer_bytes().max(1);
+        match memory / epoch {
+            n if n >= 2 => Ok(n.min(MAX_EPOCH_BUFFERS)),
+            _ => Err(StreamError::Invalid(format!(
+                "a memory budget of {memory} bytes holds fewer than the two epoch buffers of {epoch} bytes a stream needs; give at least {} bytes",
+                2 * epoch
+            ))),
+        }
+    }
+
     /// The span of tile `tile` (slowest first): its first and last input
     /// index; `None` if `tile` is not a tile of the stream. Edge tiles of
     /// ragged dimensions end early.
@@ -397,7 +476,8 @@ impl StreamPlan {
             "M": self.m(),
             "epoch_elements": self.epoch_elements(),
             "tile_elements": self.tile_elements(),
-            "memory_bytes": 2 * self.epoch_buffer_bytes(),
+            "memory_bytes": self.memory_bytes(),
+            "epoch_buffers": self.epoch_buffers(),
             "padding": self.padding().iter().map(|&(d, r, n)| serde_json::json!({"dim": d, "edge_extent": r, "tile_extent": n})).collect::<Vec<_>>(),
             "tiles_truncated": self.tile_total().is_none_or(|t| t > listed.len() as u64),
             "tiles": listed,
@@ -461,7 +541,8 @@ impl fmt::Display for StreamPlan {
         let bytes = self.epoch_buffer_bytes();
         writeln!(
             f,
-            "  memory: 2 epoch buffers x {} slots x {} B ({} elements x {} B{}) = {} B",
+            "  memory: {} epoch buffers x {} slots x {} B ({} elements x {} B{}) = {} B",
+            self.epoch_buffers(),
             self.m(),
             self.slot_bytes(),
             self.tile_elements(),
@@ -470,7 +551,7 @@ impl fmt::Display for StreamPlan {
                 0 => String::new(),
                 pad => format!(", then {pad} B to the next slot"),
             },
-            2 * bytes
+            self.epoch_buffers() * bytes
         )?;
         let padding = self.padding();
         if padding.is_empty() {

@@ -40,18 +40,94 @@ impl Epoch<'_> {
     }
 }
 
+/// The bytes of an epoch's tiles, held for a sink by a [`SharedEpoch`].
+pub trait TileBytes: Send + Sync {
+    /// The `M` tiles, one every [`StreamPlan::slot_bytes`] bytes.
+    fn bytes(&self) -> &[u8];
+}
+
+impl TileBytes for Vec<u8> {
+    fn bytes(&self) -> &[u8] {
+        self
+    }
+}
+
+/// An epoch a sink may go on working on after [`Sink::submit`] returns: its
+/// tiles stay readable as long as a clone of it lives, and when the last
+/// clone is dropped the stream gets the buffer back for a later epoch.
+///
+/// ```
+/// use std::sync::Arc;
+/// use retile_plan::{DType, SharedEpoch, StreamPlan, StreamSpec};
+/// let plan = Arc::new(StreamPlan::new(&StreamSpec::new(DType::U8, vec![0, 4], vec![2, 2])?)?);
+/// let epoch = SharedEpoch::new(0, 2, Arc::new(vec![1u8, 2, 3, 4, 5, 6, 7, 8]), plan);
+/// let task = epoch.clone(); // a writer thread's handle
+/// assert_eq!(task.view().tile(1), &[5, 6, 7, 8]);
+/// # Ok::<(), retile_plan::StreamError>(())
+/// ```
+#[derive(Clone)]
+pub struct SharedEpoch {
+    /// The slowest tile coordinate.
+    pub index: u64,
+    /// Planes of data it holds (see [`Epoch::planes`]).
+    pub planes: u64,
+    tiles: Arc<dyn TileBytes>,
+    plan: Arc<StreamPlan>,
+}
+
+impl SharedEpoch {
+    /// Epoch `index` of `plan`, `planes` planes, its tiles in `tiles`.
+    pub fn new(
+        index: u64,
+        planes: u64,
+        tiles: Arc<dyn TileBytes>,
+        plan: Arc<StreamPlan>,
+    ) -> SharedEpoch {
+        SharedEpoch {
+            index,
+            planes,
+            tiles,
+            plan,
+        }
+    }
+
+    /// The epoch as [`Sink::write_epoch`] takes it.
+    pub fn view(&self) -> Epoch<'_> {
+        Epoch {
+            index: self.index,
+            planes: self.planes,
+            tiles: self.tiles.bytes(),
+            plan: &self.plan,
+        }
+    }
+}
+
 /// A consumer of complete epochs. Runs on the stream's sink thread.
+///
+/// A sink that writes one epoch at a time implements [`Sink::write_epoch`];
+/// one that works on several at once (the Zarr sink encodes the tiles of the
+/// next epoch while the last ones of the previous are written) implements
+/// [`Sink::submit`] too, keeps the [`SharedEpoch`]s it is given until it is
+/// done with their tiles, and reports a failure of that work at its next
+/// call.
 pub trait Sink: Send {
     /// Called once before the first epoch, with the plan and the fill value
     /// (the bytes of one element).
     fn begin(&mut self, plan: &StreamPlan, fill: &[u8]) -> Result<(), StreamError>;
     /// Called for each epoch, in order.
     fn write_epoch(&mut self, epoch: &Epoch<'_>) -> Result<(), StreamError>;
-    /// Called once at the end with the number of planes written in all.
+    /// Called once at the end with the number of planes written in all,
+    /// after every epoch was submitted; returns once everything is written.
     fn finish(&mut self, planes: u64) -> Result<(), StreamError>;
     /// What the sink did so far (nothing, unless it says).
     fn stats(&self) -> SinkStats {
         SinkStats::default()
+    }
+    /// Takes each epoch, in order, in place of [`Sink::write_epoch`]; by
+    /// default it writes the epoch before returning, which gives the
+    /// buffer back to the stream.
+    fn submit(&mut self, epoch: SharedEpoch) -> Result<(), StreamError> {
+        self.write_epoch(&epoch.view())
     }
 }
 

@@ -128,11 +128,10 @@ impl PyramidOptions {
                 )));
             }
             shape = next;
-            specs.push(StreamSpec::new(
-                spec.dtype(),
-                shape.clone(),
-                spec.tile().to_vec(),
-            )?);
+            specs.push(
+                StreamSpec::new(spec.dtype(), shape.clone(), spec.tile().to_vec())?
+                    .with_epoch_buffers(spec.epoch_buffers())?,
+            );
         }
     }
 }

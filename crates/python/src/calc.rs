@@ -3,9 +3,11 @@
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
+use retile_calc::show::{drawing, Format};
 use retile_calc::{evaluate as calc_evaluate, CalcError, Value};
 
-use crate::layout::Layout;
+use crate::banks::BankConflicts;
+use crate::layout::{ComposedLayout, Layout, Swizzle};
 
 fn calc_err(e: CalcError) -> PyErr {
     PyValueError::new_err(e.to_string())
@@ -27,23 +29,33 @@ fn eval(py: Python<'_>, expr: &str) -> PyResult<String> {
 }
 
 /// The drawing ``retile show`` prints: a layout as a grid of offsets, a
-/// device layout as its sticks, a register layout as its threads' registers.
+/// device layout as its sticks, a register layout as its threads'
+/// registers; ``format="svg"`` draws an SVG picture instead (``retile show
+/// --svg``), and ``tile=(rows, cols)`` draws a layout as a thread-value
+/// layout over that tile (SVG only).
 ///
 /// Example::
 ///
 ///     >>> print(retile.show("(2,3):(3,1)"), end="")  # doctest: +SKIP
+///     >>> retile.show("Sw<3,3,3> o (8,64):(64,1)", format="svg").startswith("<svg")
+///     True
+///     >>> "T31" in retile.show("((4,8),(2,2)):((32,1),(16,8))", format="svg", tile=(16, 8))
+///     True
 #[pyfunction]
-fn show(py: Python<'_>, expr: &str) -> PyResult<String> {
-    let expr = expr.to_owned();
-    py.allow_threads(move || {
-        let value = calc_evaluate(&expr)?;
-        match &value {
-            Value::Device(l) => l.render_sticks().map_err(CalcError::caused_by),
-            Value::Register(l) => Ok(format!("{}\n", l.visualize()?)),
-            other => Ok(retile_layout::render_grid(&other.to_layout()?)?),
+#[pyo3(signature = (expr, format="text", tile=None))]
+fn show(py: Python<'_>, expr: &str, format: &str, tile: Option<(i64, i64)>) -> PyResult<String> {
+    let format = match format {
+        "text" => Format::Text,
+        "svg" => Format::Svg,
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "format must be \"text\" or \"svg\", got {other:?}"
+            )))
         }
-    })
-    .map_err(calc_err)
+    };
+    let expr = expr.to_owned();
+    py.allow_threads(move || drawing(&calc_evaluate(&expr)?, format, tile))
+        .map_err(calc_err)
 }
 
 /// A calculator value as Python: ints, bools, tuples, lists, `retile.Layout`,
@@ -118,6 +130,17 @@ fn to_python(py: Python<'_>, v: &Value) -> PyResult<PyObject> {
             d.set_item("text", p.to_string())?;
             d.into_any().unbind()
         }
+        Value::Swizzle(s) => Swizzle { inner: *s }.into_pyobject(py)?.into_any().unbind(),
+        Value::Composed(c) => ComposedLayout::wrap(c.clone())
+            .into_pyobject(py)?
+            .into_any()
+            .unbind(),
+        Value::Banks(b) => BankConflicts {
+            inner: (**b).clone(),
+        }
+        .into_pyobject(py)?
+        .into_any()
+        .unbind(),
     })
 }
 

@@ -1,9 +1,13 @@
-//! `retile.Layout` and the algebra's free functions under pycute's names.
+//! `retile.Layout`, `retile.Swizzle`, `retile.ComposedLayout` and the
+//! algebra's free functions under pycute's names.
 
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::{PyMemoryError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
-use retile_layout::{IntTuple, Layout as RLayout, LayoutError, Tiler};
+use retile_layout::{
+    ComposedLayout as RComposed, IntTuple, Layout as RLayout, LayoutError, Swizzle as RSwizzle,
+    Tiler,
+};
 
 /// A layout error as a ValueError naming the rule.
 pub fn layout_err(e: LayoutError) -> PyErr {
@@ -251,7 +255,8 @@ impl Layout {
         Layout::wrap(self.inner.flatten())
     }
 
-    /// ``[L(0), L(1), ...]`` for the first ``count`` indices (all by default).
+    /// ``[L(0), L(1), ...]`` for the first ``count`` indices (all by
+    /// default); more than 2**24 entries raise MemoryError.
     ///
     /// Example::
     ///
@@ -263,7 +268,12 @@ impl Layout {
             Some(n) => n,
             None => self.inner.size().map_err(layout_err)?,
         };
-        self.inner.table(n).map_err(layout_err)
+        self.inner.table(n).map_err(|e| match e {
+            LayoutError::TooLarge { .. } => PyMemoryError::new_err(format!(
+                "{e}; take a prefix with table(count), or evaluate L(i) where it is needed"
+            )),
+            e => layout_err(e),
+        })
     }
 
     /// ``L(i)`` for an int index, ``L(coord)`` or ``L(c0, c1, ...)`` for a
@@ -314,6 +324,368 @@ impl Layout {
         let parse = py.get_type::<Layout>().getattr("parse")?.unbind();
         Ok((parse, (self.inner.to_string(),)))
     }
+
+    /// The SVG drawing, a grid of offsets (Jupyter shows it); None if it
+    /// cannot be drawn.
+    ///
+    /// Example::
+    ///
+    ///     >>> 'data-offset="5"' in retile.Layout((2, 3), (3, 1))._repr_svg_()
+    ///     True
+    fn _repr_svg_(&self, py: Python<'_>) -> Option<String> {
+        let inner = retile_layout::ComposedLayout::from(self.inner.clone());
+        py.allow_threads(move || retile_draw::layout_svg(&inner).ok())
+    }
+}
+
+/// CuTe's ``Swizzle<B,M,S>`` (pycute's ``Swizzle(bits, base, shift)``):
+/// ``o ^ ((o & yyy) >> S)``, the ``B`` bits at ``M + max(0,S)`` xored into
+/// the ``B`` bits at ``M - min(0,S)``; a negative shift moves the bits up.
+/// ``size()`` and ``cosize()`` are ``2**(B + M + |S|)``, as pycute's.
+///
+/// Example::
+///
+///     >>> sw = retile.Swizzle(3, 4, 3)
+///     >>> sw(128), sw.size(), str(sw), sw
+///     (144, 1024, 'Sw<3,4,3>', Swizzle(3,4,3))
+///     >>> retile.Swizzle(2, 0, -3)(1)
+///     9
+#[pyclass(module = "retile._retile", name = "Swizzle", frozen, eq, hash)]
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct Swizzle {
+    pub inner: RSwizzle,
+}
+
+#[pymethods]
+impl Swizzle {
+    #[new]
+    fn new(bits: i64, base: i64, shift: i64) -> PyResult<Swizzle> {
+        RSwizzle::new(bits, base, shift)
+            .map(|inner| Swizzle { inner })
+            .map_err(layout_err)
+    }
+
+    /// ``B``, the bits xored.
+    ///
+    /// Example::
+    ///
+    ///     >>> retile.Swizzle(3, 4, 5).bits
+    ///     3
+    #[getter]
+    fn bits(&self) -> i64 {
+        self.inner.bits()
+    }
+
+    /// ``M``, the low bits kept.
+    ///
+    /// Example::
+    ///
+    ///     >>> retile.Swizzle(3, 4, 5).base
+    ///     4
+    #[getter]
+    fn base(&self) -> i64 {
+        self.inner.base()
+    }
+
+    /// ``S``, how far the read bits are above the written ones (below when negative).
+    ///
+    /// Example::
+    ///
+    ///     >>> retile.Swizzle(3, 4, -5).shift
+    ///     -5
+    #[getter]
+    fn shift(&self) -> i64 {
+        self.inner.shift()
+    }
+
+    /// The size of the domain, ``2**(B + M + |S|)``.
+    ///
+    /// Example::
+    ///
+    ///     >>> retile.Swizzle(3, 3, 3).size()
+    ///     512
+    fn size(&self) -> i64 {
+        self.inner.size()
+    }
+
+    /// The size of the codomain: the size.
+    ///
+    /// Example::
+    ///
+    ///     >>> retile.Swizzle(3, 3, 3).cosize()
+    ///     512
+    fn cosize(&self) -> i64 {
+        self.inner.cosize()
+    }
+
+    fn __call__(&self, offset: i64) -> i64 {
+        self.inner.apply(offset)
+    }
+
+    fn __str__(&self) -> String {
+        self.inner.to_string()
+    }
+
+    fn __repr__(&self) -> String {
+        let s = &self.inner;
+        format!("Swizzle({},{},{})", s.bits(), s.base(), s.shift())
+    }
+
+    fn __reduce__(&self, py: Python<'_>) -> PyResult<(PyObject, (i64, i64, i64))> {
+        let class = py.get_type::<Swizzle>().into_any().unbind();
+        let s = &self.inner;
+        Ok((class, (s.bits(), s.base(), s.shift())))
+    }
+}
+
+/// A swizzled layout, pycute's ``ComposedLayout(swizzle, offset, layout)``:
+/// ``c -> swizzle(offset + layout(c))``. Its size, rank, shape and modes are
+/// the inner layout's; its ``cosize()`` too, as CuTe's C++ answers (pycute
+/// answers the swizzle's). It draws itself in Jupyter.
+///
+/// Example::
+///
+///     >>> C = retile.ComposedLayout(retile.Swizzle(3, 4, 3), 0, retile.Layout((8, 64), (64, 1)))
+///     >>> str(C), C((2, 0)), C.size(), C.cosize(), len(C)
+///     ('Sw<3,4,3> o (8,64):(64,1)', 144, 512, 512, 2)
+///     >>> retile.composition(retile.Swizzle(3, 4, 3), retile.Layout((8, 64), (64, 1))) == C
+///     True
+#[pyclass(module = "retile._retile", name = "ComposedLayout", frozen, eq, hash)]
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct ComposedLayout {
+    pub inner: RComposed,
+}
+
+impl ComposedLayout {
+    pub fn wrap(inner: RComposed) -> ComposedLayout {
+        ComposedLayout { inner }
+    }
+}
+
+#[pymethods]
+impl ComposedLayout {
+    #[new]
+    #[pyo3(signature = (swizzle, offset, layout))]
+    fn new(swizzle: &Swizzle, offset: i64, layout: &Layout) -> ComposedLayout {
+        ComposedLayout::wrap(RComposed::new(swizzle.inner, offset, layout.inner.clone()))
+    }
+
+    /// Parses ``"Sw<3,4,3> o (8,64):(64,1)"`` (or ``"Sw<3,4,3> o 16 o L"``).
+    ///
+    /// Example::
+    ///
+    ///     >>> retile.ComposedLayout.parse("Sw<1,0,1> o 4:1").layoutA
+    ///     Layout(4:1)
+    #[staticmethod]
+    fn parse(text: &str) -> PyResult<ComposedLayout> {
+        text.parse().map(ComposedLayout::wrap).map_err(layout_err)
+    }
+
+    /// The swizzle, applied last (pycute's ``layoutB``).
+    ///
+    /// Example::
+    ///
+    ///     >>> retile.ComposedLayout.parse("Sw<1,0,1> o 4:1").swizzle
+    ///     Swizzle(1,0,1)
+    #[getter]
+    fn swizzle(&self) -> Swizzle {
+        Swizzle {
+            inner: self.inner.swizzle(),
+        }
+    }
+
+    /// pycute's name of the swizzle.
+    ///
+    /// Example::
+    ///
+    ///     >>> retile.ComposedLayout.parse("Sw<1,0,1> o 4:1").layoutB
+    ///     Swizzle(1,0,1)
+    #[getter(layoutB)]
+    fn layout_b(&self) -> Swizzle {
+        self.swizzle()
+    }
+
+    /// The offset added before the swizzle.
+    ///
+    /// Example::
+    ///
+    ///     >>> retile.ComposedLayout.parse("Sw<1,0,1> o 8 o 4:1").offset
+    ///     8
+    #[getter]
+    fn offset(&self) -> i64 {
+        self.inner.offset()
+    }
+
+    /// The inner layout, applied first (pycute's ``layoutA``).
+    ///
+    /// Example::
+    ///
+    ///     >>> retile.ComposedLayout.parse("Sw<1,0,1> o (2,2):(2,1)").layout
+    ///     Layout((2,2):(2,1))
+    #[getter]
+    fn layout(&self) -> Layout {
+        Layout::wrap(self.inner.layout().clone())
+    }
+
+    /// pycute's name of the inner layout.
+    ///
+    /// Example::
+    ///
+    ///     >>> retile.ComposedLayout.parse("Sw<1,0,1> o (2,2):(2,1)").layoutA
+    ///     Layout((2,2):(2,1))
+    #[getter(layoutA)]
+    fn layout_a(&self) -> Layout {
+        self.layout()
+    }
+
+    /// The inner layout's shape.
+    ///
+    /// Example::
+    ///
+    ///     >>> retile.ComposedLayout.parse("Sw<1,0,1> o (2,3):(3,1)").shape
+    ///     (2, 3)
+    #[getter]
+    fn shape(&self, py: Python<'_>) -> PyResult<PyObject> {
+        to_py(py, &self.inner.shape())
+    }
+
+    /// The size of the domain (the inner layout's).
+    ///
+    /// Example::
+    ///
+    ///     >>> retile.ComposedLayout.parse("Sw<1,0,1> o (2,3):(3,1)").size()
+    ///     6
+    fn size(&self) -> PyResult<i64> {
+        self.inner.size().map_err(layout_err)
+    }
+
+    /// The size of the codomain: the inner layout's, as C++'s ``cosize``.
+    ///
+    /// Example::
+    ///
+    ///     >>> retile.ComposedLayout.parse("Sw<3,3,3> o (4,8):(8,1)").cosize()
+    ///     32
+    fn cosize(&self) -> PyResult<i64> {
+        self.inner.cosize().map_err(layout_err)
+    }
+
+    /// Top-level modes.
+    ///
+    /// Example::
+    ///
+    ///     >>> retile.ComposedLayout.parse("Sw<1,0,1> o (2,3):(3,1)").rank()
+    ///     2
+    fn rank(&self) -> usize {
+        self.inner.rank()
+    }
+
+    /// Nesting depth.
+    ///
+    /// Example::
+    ///
+    ///     >>> retile.ComposedLayout.parse("Sw<1,0,1> o ((2,2),3):((1,2),4)").depth()
+    ///     2
+    fn depth(&self) -> usize {
+        self.inner.depth()
+    }
+
+    /// The inner layout flattened, swizzled the same.
+    ///
+    /// Example::
+    ///
+    ///     >>> str(retile.ComposedLayout.parse("Sw<1,0,1> o ((2,2),3):((1,2),4)").flatten())
+    ///     'Sw<1,0,1> o (2,2,3):(1,2,4)'
+    fn flatten(&self) -> ComposedLayout {
+        ComposedLayout::wrap(self.inner.flatten())
+    }
+
+    /// ``[C(0), C(1), ...]`` for the first ``count`` indices (all by default).
+    ///
+    /// Example::
+    ///
+    ///     >>> retile.ComposedLayout.parse("Sw<1,0,1> o 4:1").table()
+    ///     [0, 1, 3, 2]
+    #[pyo3(signature = (count=None))]
+    fn table(&self, count: Option<i64>) -> PyResult<Vec<i64>> {
+        let n = match count {
+            Some(n) => n,
+            None => self.size()?,
+        };
+        self.inner.table(n).map_err(layout_err)
+    }
+
+    /// The SVG drawing (Jupyter shows it); None if it cannot be drawn.
+    ///
+    /// Example::
+    ///
+    ///     >>> retile.ComposedLayout.parse("Sw<1,0,1> o (2,2):(2,1)")._repr_svg_().startswith("<svg")
+    ///     True
+    fn _repr_svg_(&self, py: Python<'_>) -> Option<String> {
+        let inner = self.inner.clone();
+        py.allow_threads(move || retile_draw::layout_svg(&inner).ok())
+    }
+
+    #[pyo3(signature = (*args))]
+    fn __call__(&self, args: &Bound<'_, PyTuple>) -> PyResult<i64> {
+        let coord = match args.len() {
+            0 => {
+                return Err(PyTypeError::new_err(
+                    "call a layout with an index or a coordinate",
+                ))
+            }
+            1 => int_tuple(&args.get_item(0)?)?,
+            _ => int_tuple(args.as_any())?,
+        };
+        match coord {
+            IntTuple::Int(i) => self.inner.eval(i),
+            c => self.inner.eval_coord(&c),
+        }
+        .map_err(layout_err)
+    }
+
+    fn __getitem__(&self, i: isize) -> PyResult<ComposedLayout> {
+        let rank = self.inner.rank() as isize;
+        let j = if i < 0 { i + rank } else { i };
+        if j < 0 || j >= rank {
+            return Err(pyo3::exceptions::PyIndexError::new_err(format!(
+                "mode {i} does not exist: the layout has rank {rank}"
+            )));
+        }
+        self.inner
+            .mode(j as usize)
+            .map(ComposedLayout::wrap)
+            .map_err(layout_err)
+    }
+
+    fn __len__(&self) -> usize {
+        self.inner.rank()
+    }
+
+    fn __str__(&self) -> String {
+        self.inner.to_string()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("ComposedLayout({})", self.inner)
+    }
+
+    fn __reduce__(&self, py: Python<'_>) -> PyResult<(PyObject, (String,))> {
+        let parse = py.get_type::<ComposedLayout>().getattr("parse")?.unbind();
+        Ok((parse, (self.inner.to_string(),)))
+    }
+}
+
+/// C++'s ``composition(Swizzle, Layout)``: the swizzled layout, or the
+/// layout itself for a swizzle of no bits.
+pub fn swizzled(py: Python<'_>, swizzle: RSwizzle, layout: RLayout) -> PyResult<PyObject> {
+    Ok(if swizzle.is_identity() {
+        Layout::wrap(layout).into_pyobject(py)?.into_any().unbind()
+    } else {
+        ComposedLayout::wrap(RComposed::new(swizzle, 0, layout))
+            .into_pyobject(py)?
+            .into_any()
+            .unbind()
+    })
 }
 
 fn wrap(r: retile_layout::Result<RLayout>) -> PyResult<Layout> {
@@ -331,6 +703,12 @@ fn size(x: &Bound<'_, PyAny>) -> PyResult<i64> {
     if let Ok(l) = x.downcast::<Layout>() {
         return l.get().size();
     }
+    if let Ok(c) = x.downcast::<ComposedLayout>() {
+        return c.get().inner.size().map_err(layout_err);
+    }
+    if let Ok(s) = x.downcast::<Swizzle>() {
+        return Ok(s.get().inner.size());
+    }
     int_tuple(x)?.size().map_err(layout_err)
 }
 
@@ -342,6 +720,12 @@ fn size(x: &Bound<'_, PyAny>) -> PyResult<i64> {
 ///     8
 #[pyfunction]
 fn cosize(x: &Bound<'_, PyAny>) -> PyResult<i64> {
+    if let Ok(c) = x.downcast::<ComposedLayout>() {
+        return c.get().inner.cosize().map_err(layout_err);
+    }
+    if let Ok(s) = x.downcast::<Swizzle>() {
+        return Ok(s.get().inner.cosize());
+    }
     as_layout(x)?.cosize().map_err(layout_err)
 }
 
@@ -356,6 +740,9 @@ fn rank(x: &Bound<'_, PyAny>) -> PyResult<usize> {
     if let Ok(l) = x.downcast::<Layout>() {
         return Ok(l.get().inner.rank());
     }
+    if let Ok(c) = x.downcast::<ComposedLayout>() {
+        return Ok(c.get().inner.rank());
+    }
     Ok(int_tuple(x)?.rank())
 }
 
@@ -369,6 +756,9 @@ fn rank(x: &Bound<'_, PyAny>) -> PyResult<usize> {
 fn depth(x: &Bound<'_, PyAny>) -> PyResult<usize> {
     if let Ok(l) = x.downcast::<Layout>() {
         return Ok(l.get().inner.depth());
+    }
+    if let Ok(c) = x.downcast::<ComposedLayout>() {
+        return Ok(c.get().inner.depth());
     }
     Ok(int_tuple(x)?.depth())
 }
@@ -429,19 +819,43 @@ fn filter(layout: &Bound<'_, PyAny>, profile: Option<&Bound<'_, PyAny>>) -> PyRe
     wrap(retile_layout::filter(&*as_layout(layout)?))
 }
 
-/// ``A ∘ B``: ``B`` a layout, an int, None, or a tuple of these applied mode by mode.
+/// ``A ∘ B``: ``B`` a layout, an int, None, or a tuple of these applied
+/// mode by mode. ``A`` a ``Swizzle`` gives the swizzled layout
+/// ``ComposedLayout(A, 0, B)`` (``B`` itself for a swizzle of no bits), as
+/// C++'s ``composition(Swizzle, Layout)``; ``A`` a ``ComposedLayout``
+/// composes ``B`` with its inner layout.
 ///
 /// Example::
 ///
 ///     >>> str(retile.composition(retile.Layout((6, 2), (8, 2)), retile.Layout((4, 3), (3, 1))))
 ///     '((2,2),3):((24,2),8)'
+///     >>> retile.composition(retile.Swizzle(3, 3, 3), retile.Layout((8, 64), (64, 1)))
+///     ComposedLayout(Sw<3,3,3> o (8,64):(64,1))
 #[pyfunction]
-fn composition(a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<Layout> {
-    let a = as_layout(a)?;
-    if let Ok(l) = b.downcast::<Layout>() {
-        return wrap(retile_layout::composition(&a, &l.get().inner));
+fn composition(py: Python<'_>, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+    if let Ok(s) = a.downcast::<Swizzle>() {
+        return swizzled(py, s.get().inner, as_layout(b)?.into_owned());
     }
-    wrap(retile_layout::composition_tiler(&a, &as_tiler(b)?))
+    if let Ok(c) = a.downcast::<ComposedLayout>() {
+        let c = &c.get().inner;
+        let inner = plain_composition(c.layout(), b)?.inner;
+        return Ok(ComposedLayout::wrap(c.with_layout(inner))
+            .into_pyobject(py)?
+            .into_any()
+            .unbind());
+    }
+    Ok(plain_composition(&*as_layout(a)?, b)?
+        .into_pyobject(py)?
+        .into_any()
+        .unbind())
+}
+
+/// The composition of a plain layout with a layout or tiler.
+fn plain_composition(a: &RLayout, b: &Bound<'_, PyAny>) -> PyResult<Layout> {
+    if let Ok(l) = b.downcast::<Layout>() {
+        return wrap(retile_layout::composition(a, &l.get().inner));
+    }
+    wrap(retile_layout::composition_tiler(a, &as_tiler(b)?))
 }
 
 /// The layout of the offsets ``layout`` does not reach, up to ``max_idx``
@@ -461,12 +875,35 @@ fn complement(layout: &Bound<'_, PyAny>, max_idx: Option<&Bound<'_, PyAny>>) -> 
     wrap(retile_layout::complement(&*as_layout(layout)?, &cotarget))
 }
 
+/// `op` on `a`: a plain layout's answer as a Layout, a swizzled layout's
+/// (`op` on its inner layout, swizzled the same) as a ComposedLayout.
+fn on_layout(
+    py: Python<'_>,
+    a: &Bound<'_, PyAny>,
+    op: impl FnOnce(&RLayout) -> retile_layout::Result<RLayout>,
+) -> PyResult<PyObject> {
+    if let Ok(c) = a.downcast::<ComposedLayout>() {
+        let c = &c.get().inner;
+        let inner = op(c.layout()).map_err(layout_err)?;
+        return Ok(ComposedLayout::wrap(c.with_layout(inner))
+            .into_pyobject(py)?
+            .into_any()
+            .unbind());
+    }
+    Ok(wrap(op(&*as_layout(a)?))?
+        .into_pyobject(py)?
+        .into_any()
+        .unbind())
+}
+
 macro_rules! tiler_fn {
     ($name:ident, $doc:literal) => {
         #[doc = $doc]
+        #[doc = "\n\nA ``ComposedLayout`` is divided (or multiplied) by its inner layout and keeps its swizzle, as in CuTe's C++."]
         #[pyfunction]
-        fn $name(a: &Bound<'_, PyAny>, tiler: &Bound<'_, PyAny>) -> PyResult<Layout> {
-            wrap(retile_layout::$name(&*as_layout(a)?, &as_tiler(tiler)?))
+        fn $name(py: Python<'_>, a: &Bound<'_, PyAny>, tiler: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+            let tiler = as_tiler(tiler)?;
+            on_layout(py, a, |l| retile_layout::$name(l, &tiler))
         }
     };
 }
@@ -599,6 +1036,8 @@ fn idx2crd(py: Python<'_>, idx: i64, shape: &Bound<'_, PyAny>) -> PyResult<PyObj
 /// Registers the class and functions.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Layout>()?;
+    m.add_class::<Swizzle>()?;
+    m.add_class::<ComposedLayout>()?;
     m.add_function(wrap_pyfunction!(size, m)?)?;
     m.add_function(wrap_pyfunction!(cosize, m)?)?;
     m.add_function(wrap_pyfunction!(rank, m)?)?;

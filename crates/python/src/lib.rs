@@ -3,6 +3,7 @@
 
 use pyo3::prelude::*;
 
+mod banks;
 mod calc;
 mod layout;
 mod stream;
@@ -13,6 +14,7 @@ fn _retile(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     stream::register(m)?;
     layout::register(m)?;
+    banks::register(m)?;
     calc::register(m)?;
     Ok(())
 }

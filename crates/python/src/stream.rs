@@ -2,10 +2,13 @@
 
 use std::ffi::CStr;
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
+use pyo3::exceptions::{
+    PyOSError, PyResourceWarning, PyRuntimeError, PyRuntimeWarning, PyValueError,
+};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use retile_stream::{
@@ -166,13 +169,102 @@ impl Drop for HeldBuffer {
 ///         for frame in frames:          # each a (480, 640) uint16 array
 ///             s.append(frame)
 ///     print(s.summary["planes"])
+///
+/// A stream that is never finished finishes itself when it is dropped or
+/// collected, or at interpreter exit if it is still alive then: every
+/// complete plane it took is written, the store closed, and a
+/// ``ResourceWarning`` says so (a ``RuntimeWarning`` says what was lost,
+/// if finishing failed).
 #[pyclass(module = "retile._retile", name = "Stream")]
 pub struct Stream {
-    inner: Mutex<MultiscaleStream>,
+    shared: Arc<Shared>,
     dtype: DType,
-    /// `finish` was called (the store is closed, whatever it returned).
-    closed: std::sync::atomic::AtomicBool,
     finished: Mutex<Option<Py<PyDict>>>,
+}
+
+/// What a stream's object and the interpreter-exit hook both reach.
+struct Shared {
+    inner: Mutex<MultiscaleStream>,
+    /// `finish` was called (the store is closed, whatever it returned).
+    closed: AtomicBool,
+}
+
+/// Every stream made and not yet dropped, finished at interpreter exit.
+static LIVE: Mutex<Vec<Weak<Shared>>> = Mutex::new(Vec::new());
+
+impl Shared {
+    /// Finishes the stream (the GIL released meanwhile) unless it was
+    /// finished; `None` if it was.
+    fn finish(&self, py: Python<'_>) -> Option<Result<Summary, StreamError>> {
+        if self.closed.load(Ordering::Acquire) {
+            return None;
+        }
+        let result = py.allow_threads(|| {
+            // a poisoned lock still holds the stream: a panic stopped an append
+            let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+            if self.closed.swap(true, Ordering::AcqRel) {
+                return None;
+            }
+            Some(inner.finish())
+        });
+        result
+    }
+
+    /// Finishes a stream its user never finished, and warns: a
+    /// `ResourceWarning` when every plane taken was written, a
+    /// `RuntimeWarning` saying what was lost otherwise. `when` says why
+    /// it is finished now.
+    fn finish_unfinished(&self, py: Python<'_>, when: &str) {
+        let (category, message) = match self.finish(py) {
+            None => return,
+            Some(Ok(summary)) => (
+                py.get_type::<PyResourceWarning>(),
+                format!(
+                    "retile.Stream was never finished; it was finished {when}: its {} planes were written and the store closed (call finish() or use `with`)",
+                    summary.planes
+                ),
+            ),
+            Some(Err(e)) => (
+                py.get_type::<PyRuntimeWarning>(),
+                format!("retile.Stream was never finished, and finishing it {when} failed: {e}"),
+            ),
+        };
+        let Ok(text) = std::ffi::CString::new(message) else {
+            return;
+        };
+        if let Err(e) = PyErr::warn(py, &category, &text, 1) {
+            // warnings turned into errors have nowhere to go from here
+            e.write_unraisable(py, None);
+        }
+    }
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        if self.shared.closed.load(Ordering::Acquire) {
+            return;
+        }
+        Python::with_gil(|py| {
+            self.shared
+                .finish_unfinished(py, "when it was dropped or collected")
+        });
+    }
+}
+
+/// Finishes every stream still alive and unfinished (registered with
+/// `atexit`, which runs before the interpreter stops its threads).
+#[pyfunction]
+fn _finish_live_streams(py: Python<'_>) {
+    let live: Vec<Arc<Shared>> = match LIVE.lock() {
+        Ok(mut live) => std::mem::take(&mut *live)
+            .iter()
+            .filter_map(Weak::upgrade)
+            .collect(),
+        Err(_) => return,
+    };
+    for shared in live {
+        shared.finish_unfinished(py, "at interpreter exit");
+    }
 }
 
 fn summary_dict<'py>(py: Python<'py>, s: &Summary) -> PyResult<Bound<'py, PyDict>> {
@@ -353,10 +445,17 @@ impl Stream {
             }
         };
         let inner = open_output(spec, &fill, backend, &output).map_err(stream_err)?;
-        Ok(Stream {
+        let shared = Arc::new(Shared {
             inner: Mutex::new(inner),
+            closed: AtomicBool::new(false),
+        });
+        if let Ok(mut live) = LIVE.lock() {
+            live.retain(|w| w.strong_count() > 0);
+            live.push(Arc::downgrade(&shared));
+        }
+        Ok(Stream {
+            shared,
             dtype,
-            closed: std::sync::atomic::AtomicBool::new(false),
             finished: Mutex::new(None),
         })
     }
@@ -382,7 +481,7 @@ impl Stream {
         check_format(&held.format(), held.0.itemsize.max(1) as usize, self.dtype)?;
         let addr = held.0.buf as usize;
         let len = held.0.len.max(0) as usize;
-        let mut inner = self.inner.try_lock().map_err(|_| busy())?;
+        let mut inner = self.shared.inner.try_lock().map_err(|_| busy())?;
         let stream: &mut MultiscaleStream = &mut inner;
         let taken = py.allow_threads(move || {
             let data: &[u8] = match len {
@@ -410,12 +509,11 @@ impl Stream {
     ///     s.append(bytes(16))
     ///     assert s.finish()["planes"] == 4
     fn finish<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let mut inner = self.inner.try_lock().map_err(|_| busy())?;
+        let mut inner = self.shared.inner.try_lock().map_err(|_| busy())?;
         let stream: &mut MultiscaleStream = &mut inner;
         let result = py.allow_threads(move || stream.finish());
+        self.shared.closed.store(true, Ordering::Release);
         drop(inner);
-        self.closed
-            .store(true, std::sync::atomic::Ordering::Relaxed);
         let summary = result.map_err(stream_err)?;
         let d = summary_dict(py, &summary)?;
         *self.finished.lock().map_err(|_| busy())? = Some(d.clone().unbind());
@@ -447,7 +545,12 @@ impl Stream {
     ///     s.append(b"abc"); assert s.bytes_taken == 3
     #[getter]
     fn bytes_taken(&self) -> PyResult<u64> {
-        Ok(self.inner.try_lock().map_err(|_| busy())?.bytes_taken())
+        Ok(self
+            .shared
+            .inner
+            .try_lock()
+            .map_err(|_| busy())?
+            .bytes_taken())
     }
 
     /// The element type's retile name (e.g. ``"u16"``).
@@ -479,7 +582,7 @@ impl Stream {
     ///     assert s.finished
     #[getter]
     fn finished(&self) -> bool {
-        self.closed.load(std::sync::atomic::Ordering::Relaxed)
+        self.shared.closed.load(Ordering::Acquire)
     }
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {
@@ -509,7 +612,7 @@ impl Stream {
     }
 
     fn __repr__(&self) -> PyResult<String> {
-        let inner = self.inner.try_lock().map_err(|_| busy())?;
+        let inner = self.shared.inner.try_lock().map_err(|_| busy())?;
         let plan = inner.plan();
         Ok(format!(
             "Stream(dtype={}, bytes_taken={}, {})",
@@ -559,8 +662,11 @@ fn ngff_options(
     })
 }
 
-/// Registers the class.
+/// Registers the class, and the finishing of live streams at interpreter exit.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Stream>()?;
+    let hook = wrap_pyfunction!(_finish_live_streams, m)?;
+    m.add_function(hook.clone())?;
+    m.py().import("atexit")?.call_method1("register", (hook,))?;
     Ok(())
 }

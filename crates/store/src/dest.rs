@@ -11,11 +11,12 @@ use std::sync::Arc;
 use retile_plan::StreamError;
 
 use crate::error::{quoted, DestError};
-use crate::files::{direct_io_works, prepare_directory, replace_atomically, Appended, Appender};
+use crate::files::{direct_io_works, prepare_directory, replace_atomically, LocalFile, Placed};
 use crate::object::{Bucket, Upload};
 use crate::options::ZarrOptions;
 
 /// The destination of one store (an array, or an OME-Zarr group).
+#[derive(Clone)]
 pub(crate) enum Dest {
     /// A local directory; `direct`: chunk and shard files are written with `O_DIRECT`.
     Local { root: PathBuf, direct: bool },
@@ -23,20 +24,43 @@ pub(crate) enum Dest {
     Object(Arc<Bucket>),
 }
 
-/// One chunk or shard being written, kept between epochs.
+/// One chunk or shard file or object being written, shared by the writer
+/// tasks (behind a lock) until it is closed.
 pub(crate) enum Open {
-    /// A file: its path and what was appended so far.
-    Local { path: PathBuf, appended: Appended },
+    /// A file.
+    Local(LocalFile),
     /// An object: its bytes not yet uploaded and its multipart upload.
     Object(Upload),
 }
 
-/// Appends to an [`Open`] file or object during one epoch.
-pub(crate) enum Writer<'s> {
-    /// Through the thread's staging buffer.
-    Local(Appender<'s>),
-    /// Into the object's parts.
-    Object(&'s mut Upload),
+impl Open {
+    /// Bytes placed so far: the offset the next append lands at.
+    pub fn len(&self) -> u64 {
+        match self {
+            Open::Local(file) => file.len(),
+            Open::Object(upload) => upload.offset(),
+        }
+    }
+
+    /// Places `bytes` after what the file or object holds; the caller
+    /// writes them with [`Placed::write`] once it has released the lock.
+    pub fn append(&mut self, bytes: &[u8]) -> Result<Placed, DestError> {
+        match self {
+            Open::Local(file) => Ok(file.append(bytes)?),
+            Open::Object(upload) => upload.push(bytes).map(|()| Placed::Written),
+        }
+    }
+
+    /// Ends the file or object; returns its length. Every placed append
+    /// must be written first. A file exists from here on, whole; an object
+    /// once the next metadata document is stored (a failed one is left out,
+    /// its upload aborted, and fails the stream).
+    pub fn close(&mut self) -> Result<u64, DestError> {
+        match self {
+            Open::Local(file) => Ok(file.close()?),
+            Open::Object(upload) => upload.close(),
+        }
+    }
 }
 
 /// Whether `path` names a store in object storage (`s3://...`).
@@ -64,6 +88,11 @@ impl Dest {
         })
     }
 
+    /// Whether the store is in object storage.
+    pub fn is_object_store(&self) -> bool {
+        matches!(self, Dest::Object(_))
+    }
+
     /// The store, as errors name it.
     pub fn name(&self) -> &Path {
         match self {
@@ -72,29 +101,14 @@ impl Dest {
         }
     }
 
-    /// A new, empty file or object at `key`, of about `expected` bytes; an
-    /// object keeps at most `parts_in_flight` parts uploading at once.
+    /// A new, empty file or object at `key`, of about `expected` bytes
+    /// (created at its first append or its close); an object keeps at most
+    /// `parts_in_flight` parts uploading at once.
     pub fn fresh(&self, key: &str, parts_in_flight: usize, expected: u64) -> Open {
         match self {
-            Dest::Local { root, .. } => Open::Local {
-                path: root.join(key),
-                appended: Appended::default(),
-            },
+            Dest::Local { root, direct } => Open::Local(LocalFile::new(root.join(key), *direct)),
             Dest::Object(bucket) => {
                 Open::Object(Upload::new(bucket, key, parts_in_flight, expected))
-            }
-        }
-    }
-
-    /// Appends to `open` after what it holds.
-    pub fn writer<'s>(&self, open: &'s mut Open) -> Result<Writer<'s>, DestError> {
-        match (self, open) {
-            (Dest::Local { direct, .. }, Open::Local { path, appended }) => {
-                Ok(Writer::Local(Appender::open(path, *direct, appended)?))
-            }
-            (_, Open::Object(upload)) => Ok(Writer::Object(upload)),
-            (Dest::Object(_), Open::Local { .. }) => {
-                Err("a local file was opened in object storage".into())
             }
         }
     }
@@ -118,55 +132,6 @@ impl Dest {
         match self {
             Dest::Local { .. } => (0, 0),
             Dest::Object(bucket) => bucket.traffic(),
-        }
-    }
-}
-
-impl Writer<'_> {
-    /// The offset the next pushed byte lands at.
-    pub fn offset(&self) -> u64 {
-        match self {
-            Writer::Local(file) => file.offset(),
-            Writer::Object(upload) => upload.offset(),
-        }
-    }
-
-    /// Appends `bytes`.
-    pub fn push(&mut self, bytes: &[u8]) -> Result<(), DestError> {
-        match self {
-            Writer::Local(file) => Ok(file.push(bytes)?),
-            Writer::Object(upload) => upload.push(bytes),
-        }
-    }
-
-    /// Appends `parts` one after the other.
-    pub fn push_all(&mut self, parts: &[&[u8]]) -> Result<(), DestError> {
-        match self {
-            Writer::Local(file) => Ok(file.push_all(parts)?),
-            Writer::Object(upload) => parts.iter().try_for_each(|p| upload.push(p)),
-        }
-    }
-
-    /// Stops appending until the next epoch (a file keeps fewer than
-    /// `hold` staged bytes; an object keeps its unfinished part).
-    pub fn pause(self, hold: usize) -> Result<(), DestError> {
-        match self {
-            Writer::Local(file) => Ok(file.pause(hold)?),
-            Writer::Object(_) => Ok(()),
-        }
-    }
-
-    /// Ends the file or object; returns its length. A file exists from here
-    /// on, whole; an object once the next metadata document is stored (a
-    /// failed one is left out, its upload aborted, and fails the stream).
-    pub fn close(self) -> Result<u64, DestError> {
-        match self {
-            Writer::Local(file) => {
-                let len = file.offset();
-                file.close()?;
-                Ok(len)
-            }
-            Writer::Object(upload) => upload.close(),
         }
     }
 }

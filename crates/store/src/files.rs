@@ -1,17 +1,20 @@
-//! The store's files written at the disk's speed: chunk and shard bytes go
-//! through an aligned staging buffer per writer thread and reach the disk
-//! with direct I/O (`O_DIRECT`) where the file system takes it, in blocks of
-//! megabytes; metadata is replaced atomically, so a reader (or a process
-//! killed mid-write) never sees a torn `zarr.json`.
+//! The store's files written at the disk's speed by many threads at once:
+//! chunk and shard bytes reach the disk with direct I/O (`O_DIRECT`), through
+//! an aligned staging buffer per writer thread, where the file system takes
+//! it, and straight from where they are through the page cache elsewhere
+//! (tmpfs, `--buffered-io`); metadata is replaced atomically, so a reader (or
+//! a process killed mid-write) never sees a torn `zarr.json`.
 //!
-//! Written by hand rather than through `zarrs`' store: a shard that spans
-//! several epochs is appended to as each epoch lands (no store API appends),
-//! and staging keeps every write aligned without a copy per chunk.
+//! Written by hand rather than through `zarrs`' store: a shard is appended to
+//! by the writer threads as its chunks are encoded, across epochs (no store
+//! API appends), and its chunks are written where they are, without a copy.
 
 use std::cell::RefCell;
 use std::fs::{File, OpenOptions};
 use std::io;
-use std::path::Path;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use retile_plan::{EpochBuffer, StreamError};
 
@@ -27,175 +30,197 @@ thread_local! {
     static STAGE: RefCell<Option<EpochBuffer>> = const { RefCell::new(None) };
 }
 
-/// A file appended to over several calls: the bytes written in whole
-/// blocks and the partial block after them, kept until the next call.
-#[derive(Debug, Default)]
-pub(crate) struct Appended {
-    started: bool,
-    flushed: u64,
-    tail: Vec<u8>,
+/// A chunk or shard file being written by several writer threads: each
+/// append is given its place in the file under the file's lock, and the
+/// bytes reach the file at that place.
+///
+/// Through the page cache ([`LocalFile::Buffered`]) a task writes its
+/// bytes straight from where they are (the epoch buffer, or the codec's
+/// output) after releasing the lock, so that the tasks of one shard write
+/// in parallel and nothing is copied on the way. With direct I/O
+/// ([`LocalFile::Direct`]) writes must be whole aligned blocks from aligned
+/// memory, so the bytes go through the thread's aligned staging buffer,
+/// under the lock, and the partial block at the end stays in memory until
+/// the next append or the close.
+pub(crate) enum LocalFile {
+    /// Written through the page cache.
+    Buffered {
+        path: PathBuf,
+        file: Option<Arc<File>>,
+        len: u64,
+    },
+    /// Written with `O_DIRECT`.
+    Direct {
+        path: PathBuf,
+        file: Option<File>,
+        flushed: u64,
+        tail: Vec<u8>,
+    },
 }
 
-/// Appends to one file through the thread's staging buffer.
-pub(crate) struct Appender<'s> {
-    file: File,
-    state: &'s mut Appended,
-    stage: EpochBuffer,
-    filled: usize,
+/// Where an append's bytes go: written already, or to be written at
+/// `offset` of `file` by the caller once it has released the file's lock.
+pub(crate) enum Placed {
+    /// The bytes are in the file.
+    Written,
+    /// The caller writes the bytes at `offset`.
+    At { file: Arc<File>, offset: u64 },
 }
 
-impl<'s> Appender<'s> {
-    /// Opens `path` for appending after `state` (creating it, and its
-    /// directories, and truncating it on the first call).
-    pub fn open(path: &Path, direct: bool, state: &'s mut Appended) -> io::Result<Appender<'s>> {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
+impl Placed {
+    /// Writes `bytes` where they were placed (nothing if written already).
+    pub fn write(&self, bytes: &[u8]) -> io::Result<()> {
+        match self {
+            Placed::Written => Ok(()),
+            Placed::At { file, offset } => file.write_all_at(bytes, *offset),
         }
-        let mut options = OpenOptions::new();
-        options.write(true).create(true).truncate(!state.started);
-        #[cfg(target_os = "linux")]
-        if direct {
-            use std::os::unix::fs::OpenOptionsExt;
-            options.custom_flags(libc::O_DIRECT);
+    }
+}
+
+impl LocalFile {
+    /// A file at `path`, not created until its first append.
+    pub fn new(path: PathBuf, direct: bool) -> LocalFile {
+        match direct {
+            true => LocalFile::Direct {
+                path,
+                file: None,
+                flushed: 0,
+                tail: Vec::new(),
+            },
+            false => LocalFile::Buffered {
+                path,
+                file: None,
+                len: 0,
+            },
         }
-        #[cfg(not(target_os = "linux"))]
-        let _ = direct;
-        let file = options.open(path)?;
-        state.started = true;
-        let mut stage = take_stage()?;
-        let filled = state.tail.len();
-        stage[..filled].copy_from_slice(&state.tail);
-        Ok(Appender {
-            file,
-            state,
-            stage,
-            filled,
-        })
     }
 
-    /// The file offset the next pushed byte lands at.
-    pub fn offset(&self) -> u64 {
-        self.state.flushed + self.filled as u64
+    /// The length of the file once every placed append is written.
+    pub fn len(&self) -> u64 {
+        match self {
+            LocalFile::Buffered { len, .. } => *len,
+            LocalFile::Direct { flushed, tail, .. } => flushed + tail.len() as u64,
+        }
     }
 
-    /// Appends `bytes`.
-    pub fn push(&mut self, mut bytes: &[u8]) -> io::Result<()> {
-        while !bytes.is_empty() {
-            let filled = self.filled;
-            let n = (STAGE_BYTES - filled).min(bytes.len());
-            self.stage[filled..filled + n].copy_from_slice(&bytes[..n]);
-            self.filled += n;
-            bytes = &bytes[n..];
-            if self.filled == STAGE_BYTES {
-                self.write_blocks(STAGE_BYTES)?;
+    /// Places `bytes` after what the file holds: writes them now (direct
+    /// I/O), or says where the caller writes them.
+    pub fn append(&mut self, bytes: &[u8]) -> io::Result<Placed> {
+        match self {
+            LocalFile::Buffered { path, file, len } => {
+                let file = match file {
+                    Some(file) => file.clone(),
+                    None => file.insert(Arc::new(create(path, false)?)).clone(),
+                };
+                let offset = *len;
+                *len += bytes.len() as u64;
+                Ok(Placed::At { file, offset })
+            }
+            LocalFile::Direct {
+                path,
+                file,
+                flushed,
+                tail,
+            } => {
+                let file = match file {
+                    Some(file) => file,
+                    None => file.insert(create(path, true)?),
+                };
+                append_direct(file, flushed, tail, bytes)?;
+                Ok(Placed::Written)
             }
         }
-        Ok(())
     }
 
-    /// Appends `parts` one after the other, writing the whole stage-sized
-    /// segments they fill on all threads of the current pool at once (a
-    /// shard's chunks would otherwise reach the disk one segment at a time);
-    /// what is left over stays staged, as with [`Appender::push`].
-    pub fn push_all(&mut self, parts: &[&[u8]]) -> io::Result<()> {
-        use rayon::prelude::*;
-        let staged = &self.stage[..self.filled];
-        let pieces: Vec<&[u8]> = std::iter::once(staged)
-            .chain(parts.iter().copied())
-            .collect();
-        let total: usize = pieces.iter().map(|p| p.len()).sum();
-        let segments = total / STAGE_BYTES;
-        if segments < 2 {
-            return parts.iter().try_for_each(|p| self.push(p));
+    /// Ends the file: its last partial block written (direct I/O), its
+    /// length exact, and the file created even when nothing was appended.
+    pub fn close(&mut self) -> io::Result<u64> {
+        let len = self.len();
+        match self {
+            LocalFile::Buffered { path, file, .. } => {
+                if file.is_none() {
+                    create(path, false)?;
+                }
+                *file = None;
+            }
+            LocalFile::Direct {
+                path,
+                file,
+                flushed,
+                tail,
+            } => {
+                let file = match file.take() {
+                    Some(file) => file,
+                    None => create(path, true)?,
+                };
+                if !tail.is_empty() {
+                    let padded = tail.len().next_multiple_of(BLOCK);
+                    with_stage(|stage| {
+                        stage[..tail.len()].copy_from_slice(tail);
+                        stage[tail.len()..padded].fill(0);
+                        file.write_all_at(&stage[..padded], *flushed)
+                    })??;
+                    tail.clear();
+                }
+                file.set_len(len)?;
+            }
         }
-        let (file, base) = (&self.file, self.state.flushed);
-        (0..segments).into_par_iter().try_for_each(|k| {
-            with_stage(|stage| {
-                gather(&pieces, k * STAGE_BYTES, &mut stage[..STAGE_BYTES]);
-                std::os::unix::fs::FileExt::write_all_at(
-                    file,
-                    &stage[..STAGE_BYTES],
-                    base + (k * STAGE_BYTES) as u64,
-                )
-            })?
-        })?;
-        let done = segments * STAGE_BYTES;
-        let mut rest = vec![0; total - done];
-        gather(&pieces, done, &mut rest);
-        self.stage[..rest.len()].copy_from_slice(&rest);
-        self.filled = rest.len();
-        self.state.flushed += done as u64;
-        Ok(())
-    }
-
-    /// Writes the first `len` staged bytes (a multiple of the block) and
-    /// moves the rest to the front.
-    fn write_blocks(&mut self, len: usize) -> io::Result<()> {
-        use std::os::unix::fs::FileExt;
-        let at = self.state.flushed;
-        self.file.write_all_at(&self.stage[..len], at)?;
-        let rest = self.filled - len;
-        self.stage.copy_within(len..len + rest, 0);
-        self.filled = rest;
-        self.state.flushed += len as u64;
-        Ok(())
-    }
-
-    /// Keeps the staged bytes for the next appender of the same file when
-    /// there are fewer than `hold` (small writes are slow writes), else
-    /// writes every whole block and keeps the partial last one.
-    pub fn pause(mut self, hold: usize) -> io::Result<()> {
-        let whole = self.filled / BLOCK * BLOCK;
-        if whole > 0 && self.filled >= hold {
-            self.write_blocks(whole)?;
-        }
-        let filled = self.filled;
-        self.state.tail = self.stage[..filled].to_vec();
-        Ok(())
-    }
-
-    /// Writes everything and cuts the file to its exact length.
-    pub fn close(mut self) -> io::Result<()> {
-        let len = self.offset();
-        let padded = self.filled.next_multiple_of(BLOCK);
-        let filled = self.filled;
-        self.stage[filled..padded].fill(0);
-        self.filled = padded;
-        if padded > 0 {
-            self.write_blocks(padded)?;
-        }
-        self.state.tail.clear();
-        self.file.set_len(len)
+        Ok(len)
     }
 }
 
-impl Drop for Appender<'_> {
-    fn drop(&mut self) {
-        give_back_stage(std::mem::replace(&mut self.stage, EpochBuffer::empty()));
+/// Creates (or truncates) `path` and the directories above it.
+fn create(path: &Path, direct: bool) -> io::Result<File> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
     }
+    let mut options = OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(target_os = "linux")]
+    if direct {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_DIRECT);
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = direct;
+    options.open(path)
 }
 
-/// Copies the bytes `start..start + out.len()` of the concatenation of
-/// `pieces` into `out`.
-fn gather(pieces: &[&[u8]], start: usize, out: &mut [u8]) {
-    let (mut at, mut written) = (0, 0);
-    for piece in pieces {
-        let end = at + piece.len();
-        if end > start && written < out.len() {
-            let from = start.max(at) - at;
-            let n = (piece.len() - from).min(out.len() - written);
-            out[written..written + n].copy_from_slice(&piece[from..from + n]);
-            written += n;
+/// Appends `bytes` to a direct-I/O file whose first `flushed` bytes are
+/// written and whose partial last block is `tail`: whole blocks are written
+/// through the thread's staging buffer, the new partial block kept.
+fn append_direct(
+    file: &File,
+    flushed: &mut u64,
+    tail: &mut Vec<u8>,
+    mut bytes: &[u8],
+) -> io::Result<()> {
+    with_stage(|stage| {
+        while !bytes.is_empty() {
+            let kept = tail.len();
+            stage[..kept].copy_from_slice(tail);
+            let n = (STAGE_BYTES - kept).min(bytes.len());
+            stage[kept..kept + n].copy_from_slice(&bytes[..n]);
+            bytes = &bytes[n..];
+            let filled = kept + n;
+            let whole = filled / BLOCK * BLOCK;
+            if whole > 0 {
+                file.write_all_at(&stage[..whole], *flushed)?;
+                *flushed += whole as u64;
+            }
+            tail.clear();
+            tail.extend_from_slice(&stage[whole..filled]);
         }
-        at = end;
-    }
+        Ok(())
+    })?
 }
 
 /// This thread's staging buffer, made on its first use.
 fn take_stage() -> io::Result<EpochBuffer> {
     match STAGE.with(|s| s.borrow_mut().take()) {
         Some(stage) => Ok(stage),
-        None => EpochBuffer::new(STAGE_BYTES, &[0]).map_err(io::Error::other),
+        // made under a file's lock: filled here, not on the pool (see new_on_this_thread)
+        None => EpochBuffer::new_on_this_thread(STAGE_BYTES, &[0]).map_err(io::Error::other),
     }
 }
 
@@ -236,18 +261,39 @@ pub(crate) fn replace_atomically(path: &Path, bytes: &[u8], durable: bool) -> io
     Ok(())
 }
 
-/// Whether `dir`'s file system takes direct I/O: a block written to a
-/// probe file opened with `O_DIRECT` (some file systems refuse the flag,
-/// others the write).
+/// Whether `dir`'s file system takes direct I/O and gains from it: not
+/// one that lives in memory (tmpfs, ramfs: its pages are the storage, and
+/// direct I/O would only serialise a shard's writes through a staging
+/// copy), and one where a block written to a probe file opened with
+/// `O_DIRECT` succeeds (some file systems refuse the flag, others the write).
 #[cfg(target_os = "linux")]
 pub(crate) fn direct_io_works(dir: &Path) -> bool {
+    if in_memory(dir) {
+        return false;
+    }
     let probe = dir.join(".retile-direct-io-probe");
-    let mut state = Appended::default();
-    let works = Appender::open(&probe, true, &mut state)
-        .and_then(|mut a| a.push(&[0; BLOCK]).and_then(|()| a.close()))
-        .is_ok();
+    let mut file = LocalFile::new(probe.clone(), true);
+    let works = file.append(&[0; BLOCK]).and_then(|_| file.close()).is_ok();
     let _ = std::fs::remove_file(&probe);
     works
+}
+
+/// Whether `dir` is on a file system held in memory (tmpfs, ramfs).
+#[cfg(target_os = "linux")]
+fn in_memory(dir: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    const TMPFS_MAGIC: i64 = 0x0102_1994;
+    const RAMFS_MAGIC: i64 = 0x8584_58f6;
+    let Ok(path) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: statfs writes one `struct statfs` into `info`, zeroed before.
+    let mut info: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `path` is a NUL-terminated string and `info` a valid out-pointer.
+    if unsafe { libc::statfs(path.as_ptr(), &mut info) } != 0 {
+        return false;
+    }
+    matches!(info.f_type as i64, TMPFS_MAGIC | RAMFS_MAGIC)
 }
 
 /// Direct I/O is used on Linux only.
@@ -291,80 +337,97 @@ pub(crate) fn prepare_directory(path: &Path, overwrite: bool) -> Result<(), Stre
 mod tests {
     use super::*;
 
-    fn appended_in_pieces(direct: bool, pieces: &[Vec<u8>], pause_after: usize) -> Vec<u8> {
+    /// Appends `pieces` to a file, `threads` at a time, each thread
+    /// placing then writing its pieces as the sink's tasks do.
+    fn appended(direct: bool, pieces: &[Vec<u8>], threads: usize) -> (Vec<u8>, Vec<u64>) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("a/b/file");
-        let mut state = Appended::default();
-        let mut appender = Appender::open(&path, direct, &mut state).unwrap();
-        for (i, piece) in pieces.iter().enumerate() {
-            assert_eq!(
-                appender.offset(),
-                pieces[..i].iter().map(|p| p.len() as u64).sum::<u64>()
-            );
-            appender.push(piece).unwrap();
-            if i == pause_after {
-                appender
-                    .pause(if i % 2 == 0 { 0 } else { STAGE_BYTES })
-                    .unwrap();
-                appender = Appender::open(&path, direct, &mut state).unwrap();
+        let file = std::sync::Mutex::new(LocalFile::new(path.clone(), direct));
+        let offsets = std::sync::Mutex::new(vec![0; pieces.len()]);
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            for _ in 0..threads {
+                s.spawn(|| loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(piece) = pieces.get(i) else { break };
+                    let (placed, at) = {
+                        let mut f = file.lock().unwrap();
+                        let at = f.len();
+                        (f.append(piece).unwrap(), at)
+                    };
+                    placed.write(piece).unwrap();
+                    offsets.lock().unwrap()[i] = at;
+                });
             }
-        }
-        appender.close().unwrap();
-        std::fs::read(&path).unwrap()
+        });
+        let len = file.lock().unwrap().close().unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        assert_eq!(bytes.len() as u64, len);
+        (bytes, offsets.into_inner().unwrap())
     }
 
     #[test]
-    fn appends_across_pauses_give_the_exact_bytes() {
-        let direct = direct_io_works(&std::env::temp_dir());
-        let pieces: Vec<Vec<u8>> = [0usize, 1, 4095, 4096, 4097, STAGE_BYTES + 3, 10, 0]
-            .iter()
-            .enumerate()
-            .map(|(i, &n)| (0..n).map(|k| (k * 31 + i) as u8).collect())
-            .collect();
-        let all: Vec<u8> = pieces.concat();
-        for d in [false, direct] {
-            for pause in [0, 2, 5, 99] {
-                assert_eq!(
-                    appended_in_pieces(d, &pieces, pause),
-                    all,
-                    "direct {d}, pause {pause}"
-                );
-            }
-        }
-    }
-
-    #[test]
-    fn parallel_appends_give_the_same_bytes_as_sequential_ones() {
+    fn appends_from_many_threads_land_where_they_were_placed() {
         let direct = direct_io_works(&std::env::temp_dir());
         let pieces: Vec<Vec<u8>> = [
-            5usize,
-            STAGE_BYTES - 1,
-            3 * STAGE_BYTES + 7,
-            0,
+            0usize,
+            1,
+            4095,
             4096,
-            STAGE_BYTES,
+            4097,
+            STAGE_BYTES + 3,
+            10,
+            0,
+            3 * STAGE_BYTES + 7,
+            5,
         ]
         .iter()
         .enumerate()
-        .map(|(i, &n)| (0..n).map(|k| (k * 7 + i * 13) as u8).collect())
+        .map(|(i, &n)| (0..n).map(|k| (k * 31 + i) as u8).collect())
         .collect();
         for d in [false, direct] {
-            let dir = tempfile::tempdir().unwrap();
-            let path = dir.path().join("p");
-            let mut state = Appended::default();
-            let mut out = Appender::open(&path, d, &mut state).unwrap();
-            out.push(&pieces[0]).unwrap();
-            let rest: Vec<&[u8]> = pieces[1..4].iter().map(|p| &p[..]).collect();
-            out.push_all(&rest).unwrap();
-            assert_eq!(
-                out.offset(),
-                pieces[..4].iter().map(|p| p.len() as u64).sum::<u64>()
-            );
-            out.pause(BLOCK).unwrap();
-            let mut out = Appender::open(&path, d, &mut state).unwrap();
-            out.push_all(&[&pieces[4], &pieces[5]]).unwrap();
-            out.close().unwrap();
-            assert_eq!(std::fs::read(&path).unwrap(), pieces.concat(), "direct {d}");
+            for threads in [1, 4] {
+                let (bytes, offsets) = appended(d, &pieces, threads);
+                for (piece, &at) in pieces.iter().zip(&offsets) {
+                    assert_eq!(
+                        &bytes[at as usize..at as usize + piece.len()],
+                        &piece[..],
+                        "direct {d}, {threads} threads"
+                    );
+                }
+                assert_eq!(bytes.len(), pieces.iter().map(Vec::len).sum::<usize>());
+            }
+        }
+    }
+
+    #[test]
+    fn a_file_system_in_memory_is_written_through_the_page_cache() {
+        // /proc/mounts says which directories are tmpfs; each is in memory
+        let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
+        let tmpfs: Vec<&str> = mounts
+            .lines()
+            .filter_map(|l| {
+                l.split_whitespace()
+                    .collect::<Vec<_>>()
+                    .get(1..3)
+                    .map(|f| (f[0], f[1]))
+            })
+            .filter(|(_, kind)| *kind == "tmpfs")
+            .map(|(dir, _)| dir)
+            .filter(|dir| Path::new(dir).is_dir())
+            .collect();
+        for dir in &tmpfs {
+            assert!(in_memory(Path::new(dir)), "{dir}");
+            assert!(!direct_io_works(Path::new(dir)), "{dir}");
+        }
+        assert!(!in_memory(Path::new("/nonexistent/retile")));
+    }
+
+    #[test]
+    fn a_file_closed_without_appends_exists_and_is_empty() {
+        for d in [false, direct_io_works(&std::env::temp_dir())] {
+            let (bytes, _) = appended(d, &[], 1);
+            assert!(bytes.is_empty());
         }
     }
 

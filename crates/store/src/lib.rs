@@ -41,6 +41,7 @@ mod options;
 mod retry;
 mod settings;
 mod shard;
+mod writer;
 mod zarr;
 
 pub use codec::{BloscKind, Codec, Shuffle};

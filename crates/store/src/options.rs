@@ -41,10 +41,11 @@ pub struct ZarrOptions {
     /// it: the page cache's fresh pages cost more than the disk's
     /// bandwidth on many machines, and a recording is not read back soon.
     pub buffered_io: bool,
-    /// How many files are encoded and written at once (1 to
-    /// [`MAX_WRITERS`]); `None` = 16 without compression (a write waits on
-    /// the disk, so more writers than cores keep it busy), two per core
-    /// (4 to 16) with it (compression keeps each writer on a core).
+    /// Writer threads: how many tiles are encoded and written at once (1 to
+    /// [`MAX_WRITERS`]); `None` = one per core with compression
+    /// (compression keeps each writer on a core), one per core but at least
+    /// 16 without (a write waits on the disk, so more writes than cores keep
+    /// it busy). Sinks asking for as many share one set of threads.
     pub writers: Option<usize>,
     /// Replace a Zarr store already at `path` (deleting it first). Without
     /// it, a path that exists and is not an empty directory (or a prefix

@@ -4,30 +4,55 @@
 //! at the cursor and how a full epoch is shipped ([`Filler`]).
 
 use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use retile_plan::{Epoch, Sink, SinkStats, StreamError, StreamPlan, Summary};
+use retile_plan::{SharedEpoch, Sink, SinkStats, StreamError, StreamPlan, Summary, TileBytes};
 
 enum Job<B> {
     Epoch { index: u64, planes: u64, buffer: B },
     Finish { planes: u64 },
 }
 
+/// A buffer lent to the sink: the stream gets it back when the sink drops
+/// the last handle of its epoch, however long it kept it.
+struct Lease<B: AsRef<[u8]> + Send> {
+    buffer: Option<B>,
+    back: Sender<Result<B, StreamError>>,
+}
+
+impl<B: AsRef<[u8]> + Send + Sync> TileBytes for Lease<B> {
+    fn bytes(&self) -> &[u8] {
+        self.buffer.as_ref().map_or(&[], |b| b.as_ref())
+    }
+}
+
+impl<B: AsRef<[u8]> + Send> Drop for Lease<B> {
+    fn drop(&mut self) {
+        if let Some(buffer) = self.buffer.take() {
+            // a stream that is gone needs no buffer back
+            let _ = self.back.send(Ok(buffer));
+        }
+    }
+}
+
 /// The sink's thread and the channels to it; epochs travel in buffers of
-/// type `B` (host memory of the CPU engine, pinned memory of the GPU's).
-/// After the sink's first failure no later epoch is written and the sink is
-/// not finalised, so a store never claims planes that are not on disk.
+/// type `B` (host memory of the CPU engine, pinned memory of the GPU's),
+/// lent to the sink until it is done with them. After the sink's first
+/// failure no later epoch is written and the sink is not finalised, so a
+/// store never claims planes that are not on disk.
 struct Worker<B> {
     jobs: Sender<Job<B>>,
     returned: Receiver<Result<B, StreamError>>,
     handle: JoinHandle<Result<(Duration, SinkStats), StreamError>>,
 }
 
-impl<B: AsRef<[u8]> + Send + 'static> Worker<B> {
+impl<B: AsRef<[u8]> + Send + Sync + 'static> Worker<B> {
     fn spawn(plan: StreamPlan, mut sink: Box<dyn Sink>) -> Worker<B> {
         let (jobs, job_rx) = channel::<Job<B>>();
         let (back, returned) = channel();
+        let plan = Arc::new(plan);
         let handle = std::thread::spawn(move || {
             let mut busy = Duration::ZERO;
             let mut failure: Option<String> = None;
@@ -39,32 +64,35 @@ impl<B: AsRef<[u8]> + Send + 'static> Worker<B> {
                         buffer,
                     } => {
                         let started = Instant::now();
+                        let lease = Lease {
+                            buffer: Some(buffer),
+                            back: back.clone(),
+                        };
+                        let epoch = SharedEpoch::new(index, planes, Arc::new(lease), plan.clone());
                         let result = match &failure {
                             Some(reason) => Err(StreamError::Sink(format!(
                                 "epoch {index} was not written after an earlier failure: {reason}"
                             ))),
-                            None => sink.write_epoch(&Epoch {
-                                index,
-                                planes,
-                                tiles: buffer.as_ref(),
-                                plan: &plan,
-                            }),
+                            None => sink.submit(epoch),
                         };
                         busy += started.elapsed();
-                        if failure.is_none() {
-                            failure = result.as_ref().err().map(ToString::to_string);
-                        }
-                        if back.send(result.map(|()| buffer)).is_err() {
-                            break;
+                        if let Err(e) = result {
+                            failure.get_or_insert_with(|| e.to_string());
+                            if back.send(Err(e)).is_err() {
+                                break;
+                            }
                         }
                     }
                     Job::Finish { planes } => {
-                        return match failure {
+                        let started = Instant::now();
+                        let finished = match failure {
                             Some(reason) => Err(StreamError::Sink(format!(
                                 "the output was not finalised after a failed write: {reason}"
                             ))),
-                            None => sink.finish(planes).map(|()| (busy, sink.stats())),
-                        }
+                            None => sink.finish(planes),
+                        };
+                        busy += started.elapsed();
+                        return finished.map(|()| (busy, sink.stats()));
                     }
                 }
             }
@@ -89,11 +117,20 @@ impl<B: AsRef<[u8]> + Send + 'static> Worker<B> {
             .join()
             .map_err(|_| StreamError::Sink("the sink thread panicked".into()));
         let mut buffers = Vec::new();
+        let mut failed = None;
         while let Ok(result) = self.returned.try_recv() {
-            buffers.push(result?);
+            match result {
+                Ok(buffer) => buffers.push(buffer),
+                Err(e) => {
+                    failed.get_or_insert(e);
+                }
+            }
         }
         sent.map_err(|_| StreamError::Sink("the sink thread stopped".into()))?;
         let (busy, stats) = joined??;
+        if let Some(e) = failed {
+            return Err(e);
+        }
         Ok((busy, stats, buffers))
     }
 }
@@ -132,7 +169,7 @@ pub struct StreamState<B> {
     pub summary: Summary,
 }
 
-impl<B: AsRef<[u8]> + Send + 'static> StreamState<B> {
+impl<B: AsRef<[u8]> + Send + Sync + 'static> StreamState<B> {
     /// Begins `sink` with `plan` and `fill` and starts its thread.
     pub fn start(
         plan: StreamPlan,
@@ -268,7 +305,7 @@ impl<B: AsRef<[u8]> + Send + 'static> StreamState<B> {
 /// ```
 pub trait Filler: Sized {
     /// The buffers epochs travel to the sink in.
-    type Buffer: AsRef<[u8]> + Send + 'static;
+    type Buffer: AsRef<[u8]> + Send + Sync + 'static;
 
     /// The shared state.
     fn state(&mut self) -> &mut StreamState<Self::Buffer>;

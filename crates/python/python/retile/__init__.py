@@ -6,6 +6,11 @@
   (``coalesce``, ``composition``, ``logical_divide``, ...).
 - ``retile.eval`` / ``retile.show``: the layout calculator; typed register
   layouts (``retile.register``), device layouts and transpose plans.
+- ``retile.Swizzle`` and ``retile.ComposedLayout`` (CuTe's swizzled layouts),
+  ``retile.bank_conflicts`` (shared-memory bank conflicts and the swizzle
+  that removes them); layouts, plans and reports draw themselves as SVG in
+  Jupyter (``_repr_svg_``), and ``retile.show(expr, format="svg")`` draws any
+  calculator value.
 
 Example::
 
@@ -20,8 +25,12 @@ from __future__ import annotations
 
 from . import _retile
 from ._retile import (
+    BankConflicts,
+    ComposedLayout,
     Layout,
     Stream,
+    Swizzle,
+    bank_conflicts,
     blocked_product,
     coalesce,
     complement,
@@ -62,7 +71,8 @@ __all__ = [
     "logical_product", "zipped_product", "tiled_product", "flat_product", "blocked_product",
     "raked_product", "right_inverse", "left_inverse", "max_common_vector", "max_common_layout",
     "crd2idx", "idx2crd", "eval", "show", "evaluate", "register", "device_layout", "transpose_plan",
-    "RegisterLayout", "DeviceLayout", "TransposePlan",
+    "RegisterLayout", "DeviceLayout", "TransposePlan", "Swizzle", "ComposedLayout", "BankConflicts",
+    "bank_conflicts",
 ]
 
 

@@ -24,7 +24,7 @@ def arg_text(value: Any) -> str:
         return str(int(value))
     if isinstance(value, (RegisterLayout, DeviceLayout)):
         return value.expr
-    if isinstance(value, _retile.Layout):
+    if isinstance(value, (_retile.Layout, _retile.ComposedLayout, _retile.Swizzle)):
         return str(value)
     if isinstance(value, str):
         return value
@@ -125,6 +125,17 @@ class RegisterLayout:
         """
         return _retile.show(self.expr)
 
+    def _repr_svg_(self) -> str:
+        """The SVG picture: each element coloured by its thread, labelled
+        ``T<t>V<v>`` (Jupyter shows it).
+
+        Example::
+
+            >>> "T3" in retile.register.spatial(2, 2)._repr_svg_()
+            True
+        """
+        return _retile.show(self.expr, format="svg")
+
     def __str__(self) -> str:
         return self.text
 
@@ -175,6 +186,38 @@ class TransposePlan:
 
     def __str__(self) -> str:
         return self.text
+
+    def _repr_svg_(self) -> Optional[str]:
+        """The SVG picture of which thread loads and stores which vector
+        (Jupyter shows it); None when the transpose does not apply.
+
+        Example::
+
+            >>> p = retile.transpose_plan(8, 32, 128, "(8,8):(1,8)", "(8,8):(8,1)")
+            >>> 'data-side="store"' in p._repr_svg_()
+            True
+        """
+        return _retile.show(self.expr, format="svg") if self.applies else None
+
+    def bank_conflicts(self, warp: int = 32, banks: int = 32, bank_bytes: int = 4) -> tuple:
+        """The bank conflicts of the loads (against ``src``) and the stores
+        (against ``dst``), were that side in shared memory: two
+        ``BankConflicts``, each with the swizzle that removes its conflicts.
+
+        Example::
+
+            >>> p = retile.transpose_plan(256, 16, 128, "(256,16):(1,256)", "(256,16):(16,1)")
+            >>> loads, stores = p.bank_conflicts()
+            >>> stores.conflicts > 0, stores.after["conflicts"]
+            (True, 0)
+        """
+        call = self.expr.strip()
+        if not (call.startswith("transpose_plan(") and call.endswith(")")):
+            raise ValueError(f"{call} is not a transpose_plan(...) call")
+        args = call[len("transpose_plan("):-1]
+        sep = ", " if args.strip() else ""
+        expr = f"transpose_banks({args}{sep}warp={int(warp)}, banks={int(banks)}, bank_bytes={int(bank_bytes)})"
+        return _retile.evaluate(expr)
 
 
 def _typed(expr: str, kind: str) -> dict:

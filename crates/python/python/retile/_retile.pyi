@@ -124,8 +124,10 @@ class Layout:
     def __len__(self) -> int: ...
     def __eq__(self, other: object) -> bool: ...
     def __hash__(self) -> int: ...
+    def _repr_svg_(self) -> Optional[str]:
+        """The SVG drawing, a grid of offsets."""
 
-def size(x: Union[Layout, IntTuple]) -> int:
+def size(x: Union[Layout, "ComposedLayout", "Swizzle", IntTuple]) -> int:
     """``size(Layout((4,2))) == 8``."""
 def cosize(x: LayoutLike) -> int:
     """``cosize(Layout((4,2),(2,1))) == 8``."""
@@ -139,7 +141,7 @@ def coalesce(layout: LayoutLike, profile: Optional[IntTuple] = None) -> Layout:
     """``coalesce(Layout((2,(1,6)),(1,(6,2))))`` is ``12:1``."""
 def filter(layout: LayoutLike, profile: None = None) -> Layout:
     """``filter(Layout((4,2),(1,0)))`` is ``4:1``."""
-def composition(a: LayoutLike, b: TilerLike) -> Layout:
+def composition(a: Union[LayoutLike, "Swizzle", "ComposedLayout"], b: TilerLike) -> Any:
     """``composition(Layout((6,2),(8,2)), Layout((4,3),(3,1)))`` is ``((2,2),3):((24,2),8)``."""
 def complement(layout: LayoutLike, max_idx: Optional[IntTuple] = None) -> Layout:
     """``complement(Layout((2,2),(1,4)), 24)`` is ``(2,3):(2,8)``."""
@@ -177,7 +179,115 @@ def idx2crd(idx: int, shape: IntTuple) -> IntTuple:
     """``idx2crd(9, (2,4)) == (1,4)``."""
 def eval(expr: str) -> str:
     """``eval("coalesce((2,(1,6)):(1,(6,2)))") == "12:1"``."""
-def show(expr: str) -> str:
-    """``print(show("(2,3):(3,1)"))`` draws the grid of offsets."""
+def show(expr: str, format: str = "text", tile: Optional[Tuple[int, int]] = None) -> str:
+    """``print(show("(2,3):(3,1)"))`` draws the grid of offsets; ``format="svg"`` an SVG
+    picture; ``tile=(rows, cols)`` draws a thread-value layout over that tile (SVG)."""
+
+class Swizzle:
+    """CuTe's ``Swizzle<B,M,S>``: ``Swizzle(3, 4, 3)(128) == 144``."""
+
+    def __init__(self, bits: int, base: int, shift: int) -> None: ...
+    @property
+    def bits(self) -> int:
+        """``B``, the bits xored."""
+    @property
+    def base(self) -> int:
+        """``M``, the low bits kept."""
+    @property
+    def shift(self) -> int:
+        """``S``, the distance of the read bits above the written ones."""
+    def size(self) -> int:
+        """``2**(B + M + |S|)``."""
+    def cosize(self) -> int:
+        """The size."""
+    def __call__(self, offset: int) -> int: ...
+
+class ComposedLayout:
+    """A swizzled layout ``Sw<B,M,S> o offset o L``: ``ComposedLayout(Swizzle(3,4,3), 0, L)``."""
+
+    def __init__(self, swizzle: Swizzle, offset: int, layout: Layout) -> None: ...
+    @staticmethod
+    def parse(text: str) -> "ComposedLayout":
+        """``ComposedLayout.parse("Sw<3,4,3> o (8,64):(64,1)")``."""
+    @property
+    def swizzle(self) -> Swizzle:
+        """The swizzle, applied last."""
+    @property
+    def layoutB(self) -> Swizzle:
+        """pycute's name of the swizzle."""
+    @property
+    def offset(self) -> int:
+        """The offset added before the swizzle."""
+    @property
+    def layout(self) -> Layout:
+        """The inner layout, applied first."""
+    @property
+    def layoutA(self) -> Layout:
+        """pycute's name of the inner layout."""
+    @property
+    def shape(self) -> IntTuple:
+        """The inner layout's shape."""
+    def size(self) -> int:
+        """The inner layout's size."""
+    def cosize(self) -> int:
+        """The inner layout's cosize (C++'s answer)."""
+    def rank(self) -> int:
+        """The inner layout's rank."""
+    def depth(self) -> int:
+        """The inner layout's depth."""
+    def flatten(self) -> "ComposedLayout":
+        """The inner layout flattened."""
+    def table(self, count: Optional[int] = None) -> List[int]:
+        """``[C(0), C(1), ...]``."""
+    def _repr_svg_(self) -> Optional[str]:
+        """The SVG drawing."""
+    def __call__(self, *coord: IntTuple) -> int: ...
+    def __getitem__(self, i: int) -> "ComposedLayout": ...
+    def __len__(self) -> int: ...
+
+class BankConflicts:
+    """Bank conflicts of an access pattern and the swizzle that removes them."""
+
+    @property
+    def wavefronts(self) -> int:
+        """Wavefronts as the layout is."""
+    @property
+    def ideal(self) -> int:
+        """Wavefronts without conflicts."""
+    @property
+    def conflicts(self) -> int:
+        """Wavefronts beyond the ideal."""
+    @property
+    def degree(self) -> int:
+        """The worst phase's conflict degree."""
+    @property
+    def instructions(self) -> List[Dict[str, int]]:
+        """One dict per instruction."""
+    @property
+    def swizzle(self) -> Optional[Swizzle]:
+        """The suggested swizzle."""
+    @property
+    def swizzled(self) -> Optional[ComposedLayout]:
+        """The layout with the suggested swizzle."""
+    @property
+    def after(self) -> Optional[Dict[str, Any]]:
+        """The conflicts with the suggested swizzle."""
+    def report(self) -> Dict[str, Any]:
+        """The conflicts as the layout is."""
+    def details(self, listed: int = 16) -> str:
+        """The report in lines."""
+    def _repr_svg_(self) -> Optional[str]:
+        """The SVG picture."""
+
+def bank_conflicts(
+    layout: Union[Layout, ComposedLayout, str],
+    threads: Any,
+    vector_bytes: Optional[int] = None,
+    element_bytes: Optional[int] = None,
+    banks: int = 32,
+    bank_bytes: int = 4,
+    warp: int = 32,
+) -> BankConflicts:
+    """``bank_conflicts(Layout((32,32),(32,1)), threads=Layout((32,32),(1,32)), element_bytes=4)``."""
 def evaluate(expr: str) -> Any:
     """``evaluate("idx2crd(9, (2,4))") == (1, 4)``."""

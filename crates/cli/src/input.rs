@@ -1,0 +1,686 @@
+//! Where `retile stream` takes its bytes from, and how fast.
+//!
+//! A regular file is read by several threads with `pread` at their own
+//! offsets into a small ring of large buffers (huge pages where the kernel
+//! gives them), handed to the stream whole and in order: no page of the
+//! input is faulted in one at a time, and a file cut short while it is read
+//! is a short read, reported as an error, never a `SIGBUS`. A pipe (or any
+//! other stream) is read by one thread that hands on whatever it has as
+//! soon as the pipe is momentarily empty, so that a slow producer's planes
+//! are tiled (and claimed) as they arrive, while a fast one fills whole
+//! buffers. Without an input, the synthetic pattern is made here.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{self, Read};
+use std::os::fd::{AsFd, AsRawFd};
+use std::os::unix::fs::FileExt;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use thiserror::Error;
+
+/// Bytes of one input buffer: every append hands the stream one buffer.
+/// Small enough that a buffer is still in the last-level cache when the
+/// tiler reads it, large enough that appends are few (measured: 1 to 8 MiB
+/// differ little on 2 cores, 4 MiB was best).
+pub const BUFFER_BYTES: usize = 4 << 20;
+
+/// Alignment of the buffers: a huge page, so that each can be made of them.
+const HUGE_PAGE: usize = 2 << 20;
+
+/// How often a wait for input looks whether the stream was interrupted.
+const STOP_POLL: Duration = Duration::from_millis(20);
+
+/// Why the input could not be read.
+#[derive(Debug, Error)]
+pub enum InputError {
+    /// The input could not be opened.
+    #[error("cannot open the input {path}: {source}")]
+    Open {
+        /// The path given.
+        path: String,
+        /// The operating system's error.
+        #[source]
+        source: io::Error,
+    },
+    /// The input is a directory.
+    #[error("the input {path} is a directory, not a file")]
+    Directory {
+        /// The path given.
+        path: String,
+    },
+    /// Reading failed.
+    #[error("cannot read the input at byte {offset}: {source}")]
+    Read {
+        /// Where in the input the read began.
+        offset: u64,
+        /// The operating system's error.
+        #[source]
+        source: io::Error,
+    },
+    /// A regular file ended before the length it had when it was opened.
+    #[error(
+        "the input {path} was {opened} bytes long when it was opened but ended at byte {ended}: \
+         it was truncated or rewritten while it was read; give retile a file no other program changes"
+    )]
+    Shrank {
+        /// The path given.
+        path: String,
+        /// Its length when opened.
+        opened: u64,
+        /// Where reading found it ending.
+        ended: u64,
+    },
+    /// The input buffers could not be made.
+    #[error("cannot allocate {bytes} bytes of input buffers: {source}")]
+    Memory {
+        /// Bytes asked for.
+        bytes: usize,
+        /// The operating system's error.
+        #[source]
+        source: io::Error,
+    },
+    /// A reader thread could not be started, or stopped unexpectedly.
+    #[error("the input reader {0}")]
+    Reader(String),
+}
+
+/// Bytes of input in memory of its own: anonymous pages mapped at a
+/// huge-page boundary and advised to be huge pages (fewer TLB misses for
+/// the tiler reading them), zero until written. `len` bytes are input.
+pub struct Buffer {
+    map: NonNull<u8>,
+    mapped: usize,
+    data: NonNull<u8>,
+    capacity: usize,
+    len: usize,
+}
+
+// SAFETY: a Buffer owns its mapping exclusively; nothing else points into it.
+unsafe impl Send for Buffer {}
+
+impl Buffer {
+    /// A buffer of `capacity` bytes.
+    fn new(capacity: usize) -> Result<Buffer, InputError> {
+        let mapped = capacity + HUGE_PAGE;
+        // SAFETY: an anonymous private mapping with no address hint; the
+        // result is checked against MAP_FAILED before it is used.
+        let map = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                mapped,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if map == libc::MAP_FAILED {
+            return Err(InputError::Memory {
+                bytes: capacity,
+                source: io::Error::last_os_error(),
+            });
+        }
+        let skip = (HUGE_PAGE - map as usize % HUGE_PAGE) % HUGE_PAGE;
+        // SAFETY: `skip < HUGE_PAGE`, so `skip + capacity <= mapped` bytes lie in the mapping.
+        let data = unsafe { map.cast::<u8>().add(skip) };
+        // SAFETY: advice on a range inside our own mapping; failure (no THP) is harmless.
+        unsafe { libc::madvise(data.cast(), capacity, libc::MADV_HUGEPAGE) };
+        Ok(Buffer {
+            map: NonNull::new(map.cast()).ok_or_else(|| InputError::Memory {
+                bytes: capacity,
+                source: io::Error::other("mmap returned null"),
+            })?,
+            mapped,
+            data: NonNull::new(data)
+                .ok_or_else(|| InputError::Reader("has a null buffer".into()))?,
+            capacity,
+            len: 0,
+        })
+    }
+
+    /// The input bytes.
+    pub fn bytes(&self) -> &[u8] {
+        // SAFETY: `data..data + len` lies in the mapping, which is zeroed by
+        // the kernel or written by us, and borrowed no other way while `self` is.
+        unsafe { std::slice::from_raw_parts(self.data.as_ptr(), self.len) }
+    }
+
+    /// The room after the input bytes.
+    fn spare(&mut self) -> &mut [u8] {
+        // SAFETY: `data + len..data + capacity` lies in the mapping (zeroed
+        // or written, so initialised) and `&mut self` makes the borrow unique.
+        unsafe {
+            std::slice::from_raw_parts_mut(
+                self.data.as_ptr().add(self.len),
+                self.capacity - self.len,
+            )
+        }
+    }
+
+    fn is_full(&self) -> bool {
+        self.len == self.capacity
+    }
+}
+
+impl Drop for Buffer {
+    fn drop(&mut self) {
+        // SAFETY: unmaps exactly the mapping made in `new`, which nothing uses any more.
+        unsafe { libc::munmap(self.map.as_ptr().cast(), self.mapped) };
+    }
+}
+
+/// How a piece of input ends what came before it.
+enum End {
+    /// More may follow.
+    More,
+    /// The input ended after this piece.
+    Eof,
+    /// Reading failed after this piece (whose bytes are good).
+    Failed(InputError),
+}
+
+/// A numbered piece of input from a reader thread.
+struct Chunk {
+    seq: u64,
+    buffer: Buffer,
+    end: End,
+}
+
+/// What [`Input::next`] found.
+pub enum Next {
+    /// The next bytes; give the buffer back with [`Input::give_back`].
+    Piece(Buffer),
+    /// The input ended.
+    End,
+    /// `stop` said so while waiting for input.
+    Stopped,
+}
+
+/// Where `retile stream` reads from.
+pub struct Input {
+    source: Source,
+}
+
+enum Source {
+    Readers(Readers),
+    Synthetic {
+        buffer: Option<Buffer>,
+        index: u64,
+        total: u64,
+        esize: usize,
+    },
+}
+
+/// Reader threads filling buffers from a ring, their pieces put back in order.
+struct Readers {
+    filled: Receiver<Chunk>,
+    free: Sender<Buffer>,
+    early: BTreeMap<u64, Chunk>,
+    next: u64,
+    /// What ended the input, returned after the last piece.
+    ended: Option<End>,
+}
+
+impl Input {
+    /// The file at `path`, or stdin for `-`.
+    pub fn open(path: &str) -> Result<Input, InputError> {
+        let (file, name) = match path {
+            "-" => {
+                let fd = io::stdin().as_fd().try_clone_to_owned().map_err(|source| {
+                    InputError::Open {
+                        path: "stdin".into(),
+                        source,
+                    }
+                })?;
+                (File::from(fd), "stdin".to_string())
+            }
+            _ => {
+                let file = File::open(path).map_err(|source| InputError::Open {
+                    path: path.into(),
+                    source,
+                })?;
+                (file, path.to_string())
+            }
+        };
+        let kind = file.metadata().map(|m| m.file_type());
+        if kind.as_ref().is_ok_and(|k| k.is_dir()) {
+            return Err(InputError::Directory { path: name });
+        }
+        let readers = match kind.is_ok_and(|k| k.is_file()) {
+            true => Readers::file(file, name, file_reader_threads())?,
+            false => Readers::stream(file)?,
+        };
+        Ok(Input {
+            source: Source::Readers(readers),
+        })
+    }
+
+    /// `total` elements of `esize` bytes, element `i` holding `i` (little
+    /// endian, truncated to the element).
+    pub fn synthetic(total: u64, esize: usize) -> Input {
+        Input {
+            source: Source::Synthetic {
+                buffer: None,
+                index: 0,
+                total,
+                esize,
+            },
+        }
+    }
+
+    /// The next piece of input; while waiting for it, `stop()` is asked
+    /// now and then and ends the wait when it says so.
+    pub fn next(&mut self, stop: impl Fn() -> bool) -> Result<Next, InputError> {
+        match &mut self.source {
+            Source::Readers(readers) => readers.next(stop),
+            Source::Synthetic {
+                buffer,
+                index,
+                total,
+                esize,
+            } => {
+                let mut buffer = match buffer.take() {
+                    Some(b) => b,
+                    None => Buffer::new(BUFFER_BYTES)?,
+                };
+                let n = ((*total - *index) as usize).min(buffer.capacity / *esize);
+                if n == 0 {
+                    return Ok(Next::End);
+                }
+                buffer.len = 0;
+                let out = &mut buffer.spare()[..n * *esize];
+                match *esize {
+                    1 => pattern::<1>(out, *index),
+                    2 => pattern::<2>(out, *index),
+                    4 => pattern::<4>(out, *index),
+                    _ => pattern::<8>(out, *index),
+                }
+                buffer.len = n * *esize;
+                *index += n as u64;
+                Ok(Next::Piece(buffer))
+            }
+        }
+    }
+
+    /// Returns a piece's buffer to be filled again.
+    pub fn give_back(&mut self, mut buffer: Buffer) {
+        buffer.len = 0;
+        match &mut self.source {
+            // a reader that stopped needs no buffer: dropping it is right
+            Source::Readers(readers) => drop(readers.free.send(buffer)),
+            Source::Synthetic { buffer: slot, .. } => *slot = Some(buffer),
+        }
+    }
+}
+
+/// Writes elements of `N` bytes holding their index from `start` on, truncated.
+fn pattern<const N: usize>(out: &mut [u8], start: u64) {
+    for (k, element) in out.chunks_exact_mut(N).enumerate() {
+        let bytes = (start + k as u64).to_le_bytes();
+        element.copy_from_slice(&bytes[..N]);
+    }
+}
+
+/// The free buffers, shared by the reader threads.
+type FreeRing = Arc<Mutex<Receiver<Buffer>>>;
+
+/// Waits for a free buffer; `None` once the input is dropped.
+fn free_buffer(free: &FreeRing) -> Option<Buffer> {
+    free.lock().ok()?.recv().ok()
+}
+
+impl Readers {
+    /// A ring of `buffers` buffers and its channels.
+    fn ring(buffers: usize) -> Result<(Readers, FreeRing, Sender<Chunk>), InputError> {
+        let (free, free_rx) = channel();
+        for _ in 0..buffers {
+            // cannot fail: the receiver is alive
+            let _ = free.send(Buffer::new(BUFFER_BYTES)?);
+        }
+        let (filled_tx, filled) = channel();
+        let readers = Readers {
+            filled,
+            free,
+            early: BTreeMap::new(),
+            next: 0,
+            ended: None,
+        };
+        Ok((readers, Arc::new(Mutex::new(free_rx)), filled_tx))
+    }
+
+    /// `threads` reader threads over a regular file, each reading whole
+    /// buffers at its own offsets, from the file's current offset (stdin
+    /// may be a file someone has read from already) to its end.
+    fn file(file: File, name: String, threads: usize) -> Result<Readers, InputError> {
+        let (readers, free, filled) = Readers::ring(threads + 3)?;
+        // SAFETY: lseek on a descriptor we own; -1 is checked.
+        let start = unsafe { libc::lseek(file.as_raw_fd(), 0, libc::SEEK_CUR) };
+        let start = u64::try_from(start).unwrap_or(0);
+        let opened = file.metadata().map(|m| m.len()).unwrap_or(0);
+        // SAFETY: advice on a descriptor we own; failure only loses read-ahead.
+        unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_SEQUENTIAL) };
+        let shared = Arc::new(FileShared {
+            file,
+            name,
+            start,
+            opened,
+            claimed: AtomicU64::new(0),
+            ended: AtomicBool::new(false),
+        });
+        for t in 0..threads {
+            let (shared, free, filled) = (shared.clone(), free.clone(), filled.clone());
+            spawn(format!("retile-read-{t}"), move || {
+                shared.read_chunks(&free, &filled)
+            })?;
+        }
+        Ok(readers)
+    }
+
+    /// One reader thread over a pipe, a terminal, a device or a socket.
+    fn stream(mut file: File) -> Result<Readers, InputError> {
+        let (readers, free, filled) = Readers::ring(4)?;
+        // a larger pipe lets a fast producer run ahead (at most what
+        // /proc/sys/fs/pipe-max-size allows; refused elsewhere, harmlessly)
+        // SAFETY: fcntl on a descriptor we own.
+        unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETPIPE_SZ, 1 << 20) };
+        spawn("retile-read".into(), move || {
+            read_stream(&mut file, &free, &filled)
+        })?;
+        Ok(readers)
+    }
+
+    fn next(&mut self, stop: impl Fn() -> bool) -> Result<Next, InputError> {
+        loop {
+            if let Some(end) = self.ended.take() {
+                self.ended = Some(End::Eof);
+                return match end {
+                    End::Failed(e) => Err(e),
+                    _ => Ok(Next::End),
+                };
+            }
+            if let Some(chunk) = self.early.remove(&self.next) {
+                self.next += 1;
+                if !matches!(chunk.end, End::More) {
+                    self.ended = Some(chunk.end);
+                }
+                match chunk.buffer.len {
+                    0 => continue,
+                    _ => return Ok(Next::Piece(chunk.buffer)),
+                }
+            }
+            match self.filled.recv_timeout(STOP_POLL) {
+                Ok(chunk) => {
+                    self.early.insert(chunk.seq, chunk);
+                }
+                Err(RecvTimeoutError::Timeout) if stop() => return Ok(Next::Stopped),
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Err(InputError::Reader("stopped before the input ended".into()))
+                }
+            }
+        }
+    }
+}
+
+/// How many threads read a regular file: a quarter of the cores, 2 to 4,
+/// enough to copy from the page cache at well over 8 GB/s on 16 cores (each
+/// copies several GB/s), and two on a small machine, so that one reads while
+/// the other waits for a buffer.
+fn file_reader_threads() -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    (cores / 4).clamp(2, 4)
+}
+
+fn spawn(name: String, job: impl FnOnce() + Send + 'static) -> Result<(), InputError> {
+    std::thread::Builder::new()
+        .name(name)
+        .spawn(job)
+        .map(drop)
+        .map_err(|e| InputError::Reader(format!("thread could not be started: {e}")))
+}
+
+/// A regular file read by several threads.
+struct FileShared {
+    file: File,
+    name: String,
+    /// The offset reading begins at.
+    start: u64,
+    /// The length when opened: reading ending before it is an error.
+    opened: u64,
+    /// Buffers' worth of the file claimed by a thread so far.
+    claimed: AtomicU64,
+    /// A thread found the end (or an error): no more claims.
+    ended: AtomicBool,
+}
+
+impl FileShared {
+    /// Claims the next buffer's worth of the file, reads it and sends it,
+    /// until the file ends or the input is dropped.
+    fn read_chunks(&self, free: &FreeRing, filled: &Sender<Chunk>) {
+        while !self.ended.load(Ordering::Acquire) {
+            let Some(mut buffer) = free_buffer(free) else {
+                return;
+            };
+            let seq = self.claimed.fetch_add(1, Ordering::AcqRel);
+            let offset = self.start + seq * BUFFER_BYTES as u64;
+            let end = match read_at(&self.file, &mut buffer, offset) {
+                Err(source) => End::Failed(InputError::Read { offset, source }),
+                Ok(()) if buffer.is_full() => End::More,
+                Ok(()) if offset + (buffer.len as u64) < self.opened => {
+                    End::Failed(InputError::Shrank {
+                        path: self.name.clone(),
+                        opened: self.opened,
+                        ended: offset + buffer.len as u64,
+                    })
+                }
+                Ok(()) => End::Eof,
+            };
+            if !matches!(end, End::More) {
+                self.ended.store(true, Ordering::Release);
+            }
+            if filled.send(Chunk { seq, buffer, end }).is_err() {
+                return;
+            }
+        }
+    }
+}
+
+/// Fills `buffer` from `offset` on, short only at the end of the file.
+fn read_at(file: &File, buffer: &mut Buffer, offset: u64) -> io::Result<()> {
+    while !buffer.is_full() {
+        let at = offset + buffer.len as u64;
+        match file.read_at(buffer.spare(), at) {
+            Ok(0) => break,
+            Ok(n) => buffer.len += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Reads a stream into buffers, sending each when it is full or when the
+/// stream has nothing more to read at once.
+fn read_stream(file: &mut File, free: &FreeRing, filled: &Sender<Chunk>) {
+    let mut offset = 0u64;
+    for seq in 0.. {
+        let Some(mut buffer) = free_buffer(free) else {
+            return;
+        };
+        let end = loop {
+            match file.read(buffer.spare()) {
+                Ok(0) => break End::Eof,
+                Ok(n) => {
+                    buffer.len += n;
+                    if buffer.is_full() || !readable_now(file) {
+                        break End::More;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(source) => {
+                    break End::Failed(InputError::Read {
+                        offset: offset + buffer.len as u64,
+                        source,
+                    })
+                }
+            }
+        };
+        offset += buffer.len as u64;
+        let last = !matches!(end, End::More);
+        if filled.send(Chunk { seq, buffer, end }).is_err() || last {
+            return;
+        }
+    }
+}
+
+/// Whether a read of `file` would return at once.
+fn readable_now(file: &File) -> bool {
+    let mut poll = libc::pollfd {
+        fd: file.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, no timeout.
+    let ready = unsafe { libc::poll(&mut poll, 1, 0) };
+    ready > 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Everything `input` gives until it ends or fails.
+    fn drain(input: &mut Input) -> (Vec<u8>, Option<InputError>) {
+        let mut all = Vec::new();
+        loop {
+            match input.next(|| false) {
+                Ok(Next::Piece(piece)) => {
+                    all.extend_from_slice(piece.bytes());
+                    input.give_back(piece);
+                }
+                Ok(Next::End | Next::Stopped) => return (all, None),
+                Err(e) => return (all, Some(e)),
+            }
+        }
+    }
+
+    fn bytes(n: usize) -> Vec<u8> {
+        (0..n).map(|i| (i % 251) as u8 ^ (i >> 16) as u8).collect()
+    }
+
+    fn readers_over(data: &[u8], threads: usize) -> Input {
+        let mut file = tempfile::tempfile().unwrap();
+        std::io::Write::write_all(&mut file, data).unwrap();
+        // reading begins where the file stands, as stdin's does
+        std::io::Seek::rewind(&mut file).unwrap();
+        Input {
+            source: Source::Readers(Readers::file(file, "test".into(), threads).unwrap()),
+        }
+    }
+
+    #[test]
+    fn several_threads_hand_a_file_on_whole_and_in_order() {
+        for (len, threads) in [
+            (0, 3),
+            (1, 2),
+            (BUFFER_BYTES, 4),
+            (3 * BUFFER_BYTES + 12345, 4),
+            (2 * BUFFER_BYTES - 1, 1),
+        ] {
+            let data = bytes(len);
+            let (read, error) = drain(&mut readers_over(&data, threads));
+            assert!(error.is_none(), "{len} bytes: {error:?}");
+            assert!(read == data, "{len} bytes over {threads} threads");
+        }
+    }
+
+    #[test]
+    fn a_file_that_ends_before_its_opened_length_is_an_error_after_its_bytes() {
+        // threads that find the end before the length the file had: each
+        // reads what is there, then says where it ended
+        let data = bytes(2 * BUFFER_BYTES + 100);
+        let mut file = tempfile::tempfile().unwrap();
+        std::io::Write::write_all(&mut file, &data).unwrap();
+        let (readers, free, filled) = Readers::ring(3).unwrap();
+        let shared = Arc::new(FileShared {
+            file,
+            name: "cut".into(),
+            start: 0,
+            opened: 5 * BUFFER_BYTES as u64,
+            claimed: AtomicU64::new(0),
+            ended: AtomicBool::new(false),
+        });
+        for _ in 0..2 {
+            let (shared, free, filled) = (shared.clone(), free.clone(), filled.clone());
+            std::thread::spawn(move || shared.read_chunks(&free, &filled));
+        }
+        let mut input = Input {
+            source: Source::Readers(readers),
+        };
+        let (read, error) = drain(&mut input);
+        assert!(read == data);
+        match error {
+            Some(InputError::Shrank { opened, ended, .. }) => {
+                assert_eq!(
+                    (opened, ended),
+                    (5 * BUFFER_BYTES as u64, data.len() as u64)
+                )
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_pipe_hands_on_what_it_has_without_waiting_for_a_full_buffer() {
+        let (read_end, mut write_end) = std::io::pipe().unwrap();
+        let mut input = Input {
+            source: Source::Readers(
+                Readers::stream(File::from(std::os::fd::OwnedFd::from(read_end))).unwrap(),
+            ),
+        };
+        for round in 0..3u8 {
+            std::io::Write::write_all(&mut write_end, &[round; 100]).unwrap();
+            let mut got = Vec::new();
+            while got.len() < 100 {
+                match input.next(|| false).unwrap() {
+                    Next::Piece(piece) => {
+                        got.extend_from_slice(piece.bytes());
+                        input.give_back(piece);
+                    }
+                    _ => panic!("the pipe ended"),
+                }
+            }
+            assert_eq!(got, [round; 100]);
+        }
+        drop(write_end);
+        assert!(matches!(input.next(|| false).unwrap(), Next::End));
+    }
+
+    #[test]
+    fn a_wait_for_a_silent_pipe_ends_when_asked() {
+        let (read_end, _write_end) = std::io::pipe().unwrap();
+        let mut input = Input {
+            source: Source::Readers(
+                Readers::stream(File::from(std::os::fd::OwnedFd::from(read_end))).unwrap(),
+            ),
+        };
+        let asked = std::cell::Cell::new(0);
+        let stop = || {
+            asked.set(asked.get() + 1);
+            asked.get() > 2
+        };
+        assert!(matches!(input.next(stop).unwrap(), Next::Stopped));
+    }
+
+    #[test]
+    fn the_synthetic_pattern_holds_each_element_s_index() {
+        let mut input = Input::synthetic(5, 2);
+        let (read, _) = drain(&mut input);
+        assert_eq!(read, [0, 0, 1, 0, 2, 0, 3, 0, 4, 0]);
+    }
+}
