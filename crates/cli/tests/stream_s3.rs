@@ -287,17 +287,28 @@ fn wait_at_most(child: Child, limit: Duration, since: Instant) -> (Output, Durat
     }
 }
 
+/// How SIGINT comes while the server fails: not at all, once (the planes
+/// taken are still retried for the budget), or twice (the retries stop).
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Interrupt {
+    None,
+    Once,
+    Twice,
+}
+
 /// Streams 512 x 1024 u16 planes (1 MiB, 8 chunks each) from a pipe
 /// through the proxy with a retry budget of 3 s; after 16 planes (two of
 /// the pieces `retile` reads) the server starts failing with `fault` for
 /// good while the input goes on, and `interrupt` sends SIGINT 300 ms
-/// later. `retile` must end, failing with one line naming the store,
-/// after retrying for the budget and within about a second more.
-fn ends_within_the_budget(fault: &str, interrupt: bool) {
+/// later (and again 700 ms after that). `retile` must end, failing with one
+/// line naming the store: after retrying for `budget` and within about a
+/// second more, or, interrupted twice, within about a second of the
+/// second SIGINT.
+fn ends_within_the_budget(fault: &str, interrupt: Interrupt, budget: u64) {
     let Some(mut proxy) = Proxy::start("retile-cli") else {
         return;
     };
-    let url = format!("s3://retile-cli/{fault}-{interrupt}.zarr");
+    let url = format!("s3://retile-cli/{fault}-{interrupt:?}.zarr");
     let mut child = proxy
         .retile()
         .args([
@@ -314,7 +325,7 @@ fn ends_within_the_budget(fault: &str, interrupt: bool) {
             "-",
             "--allow-http",
             "--retry-seconds",
-            "3",
+            &budget.to_string(),
             "--output",
             &url,
         ])
@@ -341,44 +352,68 @@ fn ends_within_the_budget(fault: &str, interrupt: bool) {
             std::thread::sleep(Duration::from_millis(20));
         }
     });
-    if interrupt {
-        std::thread::sleep(Duration::from_millis(300));
+    let interrupts = match interrupt {
+        Interrupt::None => 0,
+        Interrupt::Once => 1,
+        Interrupt::Twice => 2,
+    };
+    for pause in [300, 700].into_iter().take(interrupts) {
+        std::thread::sleep(Duration::from_millis(pause));
         // SAFETY: signals our own child, running.
         unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
     }
-    let (out, took) = wait_at_most(child, Duration::from_secs(15), failing);
+    let limit = Duration::from_secs(budget + 12);
+    let (out, took) = wait_at_most(child, limit, failing);
     let _ = feeder.join();
     let err = stderr(&out);
     eprintln!("retile ended {took:?} after the fault; it said: {err}");
     assert!(!out.status.success(), "{err}");
     assert!(!err.contains("panicked"), "{err}");
     assert!(err.contains(&url), "{err}");
+    let (least, most) = match interrupt {
+        // the second SIGINT comes 1 s after the fault
+        Interrupt::Twice => (Duration::ZERO, Duration::from_millis(1000 + 2500)),
+        _ => (
+            Duration::from_millis(budget * 1000 - 500),
+            Duration::from_millis(budget * 1000 + 2500),
+        ),
+    };
     assert!(
-        took >= Duration::from_millis(3000 - 500),
-        "{fault} (SIGINT: {interrupt}): retile gave up {took:?} after the server failed, within its retry budget of 3 s"
+        took >= least,
+        "{fault} (SIGINT: {interrupt:?}): retile gave up {took:?} after the server failed, within its retry budget of {budget} s"
     );
     assert!(
-        took <= Duration::from_millis(3000 + 2500),
-        "{fault} (SIGINT: {interrupt}): retile took {took:?} to end after the server failed, with a retry budget of 3 s"
+        took <= most,
+        "{fault} (SIGINT: {interrupt:?}): retile took {took:?} to end after the server failed (retry budget {budget} s), more than {most:?}"
     );
 }
 
 #[test]
 fn a_server_that_keeps_throttling_ends_the_stream_within_a_second_of_the_budget() {
-    ends_within_the_budget("503", false);
+    ends_within_the_budget("503", Interrupt::None, 3);
 }
 
 #[test]
 fn a_server_that_hangs_ends_the_stream_within_a_second_of_the_budget() {
-    ends_within_the_budget("hang", false);
+    ends_within_the_budget("hang", Interrupt::None, 3);
 }
 
 #[test]
 fn an_interrupt_while_the_server_hangs_ends_the_stream_within_a_second_of_the_budget() {
-    ends_within_the_budget("hang", true);
+    ends_within_the_budget("hang", Interrupt::Once, 3);
 }
 
 #[test]
 fn an_interrupt_while_the_server_drops_connections_ends_the_stream_within_a_second_of_the_budget() {
-    ends_within_the_budget("drop", true);
+    ends_within_the_budget("drop", Interrupt::Once, 3);
+}
+
+#[test]
+fn a_second_interrupt_while_the_server_hangs_stops_the_retries_within_a_second_or_two() {
+    ends_within_the_budget("hang", Interrupt::Twice, 30);
+}
+
+#[test]
+fn a_second_interrupt_while_the_server_throttles_stops_the_retries_within_a_second_or_two() {
+    ends_within_the_budget("503", Interrupt::Twice, 30);
 }
