@@ -38,12 +38,16 @@ mod files;
 mod group;
 mod object;
 mod options;
+mod retry;
+mod settings;
 mod shard;
 mod writer;
 mod zarr;
 
 pub use codec::{BloscKind, Codec, Shuffle};
+pub use dest::{StorePath, MAX_PREFIX_BYTES};
 pub use group::Group;
 pub use object::{S3Options, S3Traffic, IN_FLIGHT_PARTS, PART_BYTES, ROWS_COMPLETING};
 pub use options::{ZarrOptions, MAX_WRITERS};
+pub use retry::{Cancel, STOP_GRACE};
 pub use zarr::ZarrSink;
