@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use crate::error::CliError;
 use crate::input::{Input, InputError, Next};
-use crate::signals::{interrupted, stop_on_interrupt};
+use crate::signals::{interrupted, second_interrupt, stop_on_interrupt};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use retile_stream::{
@@ -425,6 +425,7 @@ fn output(args: &StreamArgs, rank: usize) -> Result<Output, CliError> {
                 },
             )?,
             traffic: Some(std::sync::Arc::new(S3Traffic::default())),
+            cancel: second_interrupt(),
             ..Default::default()
         },
         codec_on: args

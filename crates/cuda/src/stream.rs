@@ -36,8 +36,9 @@ use crate::nvcomp::Nvcomp;
 /// and goes up by DMA when the epoch ships, while the next epoch is staged.
 const DIRECT_BYTES: usize = 1 << 20;
 
-/// Bytes each thread copies into pinned staging at once.
-const STAGE_PART: usize = 4 << 20;
+/// Fewest bytes a thread copies into pinned staging at once: an append is
+/// cut into one part per thread of the pool, but none smaller than this.
+const STAGE_PART: usize = 256 << 10;
 
 /// Whether `data` lies in page-locked host memory the GPU reaches by DMA.
 fn is_pinned(data: &[u8]) -> bool {
@@ -60,8 +61,14 @@ fn is_pinned(data: &[u8]) -> bool {
 /// and the bus move.
 fn copy_parallel(dst: &mut [u8], src: &[u8]) {
     use rayon::prelude::*;
-    dst.par_chunks_mut(STAGE_PART)
-        .zip(src.par_chunks(STAGE_PART))
+    // a few-megabyte append (the CLI's reads are 4 MiB) is shared by every
+    // thread: one thread alone copies a fraction of what the memory moves
+    let part = src
+        .len()
+        .div_ceil(rayon::current_num_threads())
+        .max(STAGE_PART);
+    dst.par_chunks_mut(part)
+        .zip(src.par_chunks(part))
         .for_each(|(d, s)| d.copy_from_slice(s));
 }
 

@@ -1,8 +1,9 @@
 //! Where a store's bytes go: files in a local directory (through
 //! [`crate::files`]) or objects in S3-compatible object storage (through
-//! [`crate::object`]). The Zarr sink and the OME-Zarr group write through
-//! [`Dest`] alone, so that the shard layout, the codecs and the metadata are
-//! made once, whatever the destination.
+//! [`crate::object`]), as [`StorePath::classify`] reads the store's path.
+//! The Zarr sink and the OME-Zarr group write through [`Dest`] alone, so
+//! that the shard layout, the codecs and the metadata are made once,
+//! whatever the destination.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -12,7 +13,7 @@ use retile_plan::StreamError;
 use crate::directory::{
     abandon, prepare_directory, prepare_inner_directory, sync_directory, HeldDirectory,
 };
-use crate::error::DestError;
+use crate::error::{quoted, DestError};
 use crate::files::{direct_io_works, replace_atomically, LocalFile, Placed};
 use crate::object::{Bucket, Upload};
 use crate::options::ZarrOptions;
@@ -74,23 +75,27 @@ impl Open {
 
 /// Whether `path` names a store in object storage (`s3://...`).
 pub(crate) fn is_object_store(path: &Path) -> bool {
-    path.to_str().is_some_and(|p| p.starts_with("s3://"))
+    matches!(StorePath::classify(path), Ok(StorePath::S3 { .. }))
 }
 
 impl Dest {
     /// Makes ready the store at `path` (`s3://BUCKET/PREFIX`, or a local
-    /// directory): new, or emptied where `options.overwrite` allows.
+    /// directory): new, or emptied where `options.overwrite` allows. A path
+    /// [`StorePath::classify`] refuses is refused here, before anything is made.
     pub fn prepare(path: &Path, options: &ZarrOptions) -> Result<Dest, StreamError> {
-        if let Some(url) = path.to_str().and_then(|p| p.strip_prefix("s3://")) {
-            let bucket = Bucket::connect(url, &options.s3)?;
-            bucket.prepare(options.overwrite)?;
-            return Ok(Dest::Object(Arc::new(bucket)));
-        }
-        let held = prepare_directory(path, options.overwrite)?;
+        let root = match StorePath::classify(path)? {
+            StorePath::S3 { bucket, prefix } => {
+                let bucket = Bucket::connect(&bucket, &prefix, path, &options.s3)?;
+                bucket.prepare(options.overwrite)?;
+                return Ok(Dest::Object(Arc::new(bucket)));
+            }
+            StorePath::Local(root) => root,
+        };
+        let held = prepare_directory(&root, options.overwrite)?;
         Ok(Dest::Local {
-            root: path.to_owned(),
-            direct: !options.buffered_io && direct_io_works(path),
             held,
+            direct: !options.buffered_io && direct_io_works(&root),
+            root,
         })
     }
 
@@ -212,4 +217,230 @@ impl Dest {
             abandon(root, held);
         }
     }
+}
+
+/// What a store's path names: where [`ZarrOptions::path`] puts the store.
+///
+/// ```
+/// use std::path::{Path, PathBuf};
+/// use retile_store::StorePath;
+/// let s3 = StorePath::classify(Path::new("s3://recordings/mouse 7/run?3.zarr"))?;
+/// assert_eq!(s3, StorePath::S3 { bucket: "recordings".into(), prefix: "mouse 7/run?3.zarr".into() });
+/// let file = StorePath::classify(Path::new("file:///data/run%203.zarr"))?;
+/// assert_eq!(file, StorePath::Local(PathBuf::from("/data/run 3.zarr")));
+/// assert!(StorePath::classify(Path::new("gs://bucket/run.zarr")).is_err());
+/// assert!(StorePath::classify(Path::new("")).is_err());
+/// # Ok::<(), retile_plan::StreamError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StorePath {
+    /// A local directory: a plain path, or a `file:///ABSOLUTE/PATH` URL
+    /// (percent-escapes decoded).
+    Local(PathBuf),
+    /// A prefix in a bucket of S3-compatible object storage,
+    /// `s3://BUCKET/PREFIX`: the prefix is the objects' key as given, byte
+    /// for byte (nothing percent-encoded or decoded), without a trailing `/`.
+    S3 {
+        /// The bucket's name.
+        bucket: String,
+        /// The key every object of the store starts with (empty: the
+        /// bucket's root).
+        prefix: String,
+    },
+}
+
+/// The longest prefix taken, in bytes: S3 keys are at most 1024 bytes, and
+/// the store's own names (levels, chunk coordinates) need the rest.
+pub const MAX_PREFIX_BYTES: usize = 896;
+
+/// URL schemes named where a store path starts with one, though it is not
+/// followed by `/`: a path such as `gs:bucket` is a mistyped URL, not a
+/// local directory meant to be called that.
+const KNOWN_SCHEMES: [&str; 16] = [
+    "s3", "s3a", "s3n", "gs", "gcs", "az", "azure", "abfs", "abfss", "adl", "wasb", "wasbs",
+    "http", "https", "file", "hdfs",
+];
+
+impl StorePath {
+    /// Reads `path` as the store's location: `s3://BUCKET/PREFIX`, a
+    /// `file:///ABSOLUTE/PATH` URL, or a local directory. Refused, with the
+    /// rule named: an empty path; any other URL scheme (`gs://`, `s3a://`,
+    /// `S3://`, `http://`, ...); an S3 bucket that is empty or holds other
+    /// characters than letters, digits, `.`, `-` and `_`; an S3 prefix with
+    /// an empty segment (`a//b`), a `.` or `..` segment or a control
+    /// character, or longer than [`MAX_PREFIX_BYTES`].
+    pub fn classify(path: &Path) -> Result<StorePath, StreamError> {
+        let text = path.to_string_lossy();
+        if text.is_empty() {
+            return Err(StreamError::Invalid(
+                "the store's path is empty: name a directory, or s3://BUCKET/PREFIX".into(),
+            ));
+        }
+        let Some(scheme) = url_scheme(&text) else {
+            return Ok(StorePath::Local(path.to_owned()));
+        };
+        let refuse = |why: String| Err(StreamError::Invalid(format!("{}: {why}", quoted(&text))));
+        if text.starts_with(char::is_whitespace) {
+            return refuse(format!("a space comes before the scheme {scheme}:"));
+        }
+        let Some(text) = path.to_str() else {
+            return refuse(format!("a {scheme}: URL must be UTF-8"));
+        };
+        match scheme {
+            "s3" => match text.strip_prefix("s3://") {
+                Some(url) => parse_s3(url).or_else(refuse),
+                None => refuse("an S3 store is written s3://BUCKET/PREFIX".into()),
+            },
+            "file" => parse_file_url(text).map(StorePath::Local).or_else(refuse),
+            other => refuse(unknown_scheme(other)),
+        }
+    }
+}
+
+/// The URL scheme `text` starts with (leading spaces skipped): one followed
+/// by `/`, or one of [`KNOWN_SCHEMES`] in any case.
+fn url_scheme(text: &str) -> Option<&str> {
+    let text = text.trim_start();
+    let (scheme, rest) = text.split_once(':')?;
+    let mut chars = scheme.chars();
+    let well_formed = chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c));
+    let known = KNOWN_SCHEMES.contains(&scheme.to_ascii_lowercase().as_str());
+    (well_formed && (rest.starts_with('/') || known)).then_some(scheme)
+}
+
+/// Why `scheme` is refused, and what to write instead.
+fn unknown_scheme(scheme: &str) -> String {
+    let instead = match scheme.to_ascii_lowercase().as_str() {
+        "s3" => " (schemes are written in lower case: s3://)",
+        "s3a" | "s3n" => " (Hadoop's names for S3: write s3://)",
+        "file" => " (written in lower case: file:///ABSOLUTE/PATH)",
+        _ => "",
+    };
+    format!(
+        "the scheme {scheme}: is not one retile writes{instead}; a store is a local directory (a path, or file:///ABSOLUTE/PATH) or s3://BUCKET/PREFIX (for a local directory whose name has a colon, write ./ in front)"
+    )
+}
+
+/// `BUCKET/PREFIX` (after `s3://`) as a bucket and a prefix kept as given.
+fn parse_s3(url: &str) -> Result<StorePath, String> {
+    let (bucket, prefix) = url.split_once('/').unwrap_or((url, ""));
+    if bucket.is_empty() {
+        return Err("an S3 store is written s3://BUCKET/PREFIX, and the bucket is empty".into());
+    }
+    if let Some(c) = bucket
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || ".-_".contains(*c)))
+    {
+        return Err(format!(
+            "the bucket '{bucket}' holds {}: a bucket's name has letters, digits, '.', '-' and '_'",
+            named(c)
+        ));
+    }
+    let prefix = prefix.strip_suffix('/').unwrap_or(prefix);
+    check_prefix(prefix)?;
+    Ok(StorePath::S3 {
+        bucket: bucket.to_owned(),
+        prefix: prefix.to_owned(),
+    })
+}
+
+/// Refuses a prefix S3 cannot hold as the store's keys.
+fn check_prefix(prefix: &str) -> Result<(), String> {
+    if prefix.len() > MAX_PREFIX_BYTES {
+        return Err(format!(
+            "the prefix is {} bytes long; S3 keys are at most 1024 bytes, and a store's prefix at most {MAX_PREFIX_BYTES}",
+            prefix.len()
+        ));
+    }
+    if prefix.is_empty() {
+        return Ok(());
+    }
+    for segment in prefix.split('/') {
+        match segment {
+            "" => {
+                return Err(
+                    "the prefix has an empty segment (two '/' in a row, or a '/' first)".into(),
+                )
+            }
+            "." | ".." => {
+                return Err(format!(
+                    "the prefix has a '{segment}' segment, which S3 clients resolve away: name the prefix without it"
+                ))
+            }
+            _ => {}
+        }
+        if let Some(c) = segment.chars().find(|c| c.is_control()) {
+            return Err(format!("the prefix holds {}", named(c)));
+        }
+    }
+    Ok(())
+}
+
+/// A character as messages name it: itself where printable, else its code.
+fn named(c: char) -> String {
+    match c.is_control() || c.is_whitespace() {
+        true => format!("the character U+{:04X}", u32::from(c)),
+        false => format!("the character '{c}'"),
+    }
+}
+
+/// The local path of a `file:` URL: `file:///ABSOLUTE/PATH` or
+/// `file://localhost/ABSOLUTE/PATH`, percent-escapes decoded.
+fn parse_file_url(url: &str) -> Result<PathBuf, String> {
+    let rule = "a file: URL names an absolute local path, file:///ABSOLUTE/PATH";
+    let rest = url.strip_prefix("file://").ok_or(rule)?;
+    let path = match rest.strip_prefix("localhost") {
+        Some(after) if after.starts_with('/') => after,
+        _ => rest,
+    };
+    if !path.starts_with('/') {
+        return Err(format!(
+            "{rule} (the host '{}' is not this machine)",
+            path.split('/').next().unwrap_or_default()
+        ));
+    }
+    if let Some(c) = path.chars().find(|c| *c == '?' || *c == '#') {
+        return Err(format!(
+            "{rule}: '{c}' starts a query or fragment in a URL; write it as %{:02X}",
+            u32::from(c)
+        ));
+    }
+    let bytes = percent_decode(path)?;
+    if bytes.contains(&0) {
+        return Err("a local path cannot hold the character U+0000".into());
+    }
+    Ok(path_of_bytes(bytes))
+}
+
+/// `text` with every `%XX` escape decoded.
+fn percent_decode(text: &str) -> Result<Vec<u8>, String> {
+    let mut out = Vec::with_capacity(text.len());
+    let mut bytes = text.bytes();
+    while let Some(b) = bytes.next() {
+        if b != b'%' {
+            out.push(b);
+            continue;
+        }
+        let hex = [bytes.next(), bytes.next()];
+        let digit = |d: Option<u8>| d.and_then(|d| char::from(d).to_digit(16));
+        match (digit(hex[0]), digit(hex[1])) {
+            (Some(hi), Some(lo)) => out.push((hi * 16 + lo) as u8),
+            _ => {
+                return Err("a '%' in a URL starts an escape of two hex digits (%25 is '%')".into())
+            }
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(unix)]
+fn path_of_bytes(bytes: Vec<u8>) -> PathBuf {
+    use std::os::unix::ffi::OsStringExt;
+    PathBuf::from(std::ffi::OsString::from_vec(bytes))
+}
+
+#[cfg(not(unix))]
+fn path_of_bytes(bytes: Vec<u8>) -> PathBuf {
+    PathBuf::from(String::from_utf8_lossy(&bytes).into_owned())
 }

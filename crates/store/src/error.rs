@@ -17,3 +17,20 @@ pub(crate) fn store_error(path: &Path, doing: &str, e: impl Into<DestError>) -> 
         source: e.into(),
     }
 }
+
+/// `text` quoted for a one-line message: control characters escaped (a
+/// newline as `\n`), at most 200 characters.
+pub(crate) fn quoted(text: &str) -> String {
+    let shown: String = text
+        .chars()
+        .take(200)
+        .flat_map(|c| match c.is_control() {
+            true => c.escape_default().collect::<Vec<_>>(),
+            false => vec![c],
+        })
+        .collect();
+    match text.chars().count() > 200 {
+        true => format!("'{shown}...'"),
+        false => format!("'{shown}'"),
+    }
+}

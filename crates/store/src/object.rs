@@ -3,9 +3,12 @@
 //! more than a part ([`PART_BYTES`], and a little) as a multipart upload fed as its epochs
 //! land, a few parts in flight, completed when the object is closed (a
 //! shard: with its index) and aborted if anything fails or the stream is
-//! dropped first. Requests are retried with exponential backoff on
-//! throttling, server errors and dropped connections; one that keeps
-//! failing fails the stream with its key and the server's answer.
+//! dropped first. Every request is retried (see [`crate::retry`]) on
+//! throttling, server errors, dropped connections and no answer in time,
+//! for up to the retry budget ([`S3Options::retry_timeout`]); one that keeps
+//! failing fails the stream with its key and the server's answer, and
+//! stops the store's other retries. Keys are the store's path as given
+//! ([`StorePath`](crate::StorePath)), never percent-encoded.
 //!
 //! `object_store` is async: each store runs a small tokio runtime of its
 //! own, which uploads the parts and single `PUT`s in tasks while the
@@ -29,14 +32,15 @@ use futures::TryStreamExt;
 use object_store::aws::{AmazonS3, AmazonS3Builder, AmazonS3ConfigKey};
 use object_store::path::Path as Key;
 use object_store::{
-    BackoffConfig, ClientConfigKey, MultipartUpload, ObjectStore, ObjectStoreExt, PutPayload,
-    RetryConfig,
+    ClientConfigKey, MultipartUpload, ObjectStore, ObjectStoreExt, PutPayload, RetryConfig,
 };
 use tokio::task::JoinSet;
 
 use retile_plan::StreamError;
 
 use crate::error::DestError;
+use crate::retry::{server_said, Budget, Cancel, RetryingConnector, STOP_GRACE};
+use crate::settings;
 
 /// Bytes of one part of a multipart upload (S3 takes 5 MiB to 5 GiB, all
 /// parts but the last of one size); an object smaller than one part is
@@ -117,15 +121,17 @@ fn payloads_unsigned(endpoint: &str, setting: Option<&str>) -> bool {
 }
 
 /// How long an abandoned multipart upload may take to abort before it is
-/// left to the bucket's lifecycle rules.
-const ABORT_WAIT: Duration = Duration::from_secs(5);
+/// left to the bucket's lifecycle rules (the abort is tried once: the
+/// store stopped retrying).
+const ABORT_WAIT: Duration = STOP_GRACE;
 
 /// Threads of each store's runtime: they only wait on the network.
 const RUNTIME_THREADS: usize = 4;
 
 /// How long a store dropped unfinished (a failed or abandoned stream) waits
-/// for the completions already under way before it stops them.
-const DRAIN_WAIT: Duration = Duration::from_secs(10);
+/// for the completions and aborts under way before it stops them: they
+/// stop retrying when it is dropped, so they end within [`STOP_GRACE`].
+const DRAIN_WAIT: Duration = Duration::from_secs(3);
 
 /// How a store in object storage is reached; the endpoint, region and
 /// credentials come from the standard `AWS_*` environment variables
@@ -134,20 +140,29 @@ const DRAIN_WAIT: Duration = Duration::from_secs(10);
 ///
 /// ```
 /// let s3 = retile_store::S3Options { allow_http: true, ..Default::default() };
-/// assert_eq!(s3.retries, 10);
+/// assert_eq!(s3.retry_timeout.as_secs(), 120);
 /// ```
 #[derive(Debug, Clone)]
 pub struct S3Options {
     /// Allow a plain `http://` endpoint (data and signatures unencrypted);
     /// also allowed by `AWS_ALLOW_HTTP=true`.
     pub allow_http: bool,
-    /// Retries of a request refused for throttling (429, 503 `SlowDown`),
-    /// a server error or a dropped connection, with exponential backoff.
-    pub retries: usize,
-    /// The longest time a request is retried for, from its first try.
+    /// The retry budget: how long a request is retried, from its first
+    /// try, when it is throttled (429, 503 `SlowDown`), meets a server
+    /// error, loses its connection or its answer, or gets no answer in
+    /// time (a try is given a quarter of the budget, 2 to 30 s, and a
+    /// second per MiB it carries, a completion half the budget; a retry
+    /// ends where the budget does).
+    /// When it is spent the request fails the stream, and the store's
+    /// other requests stop within a second.
     pub retry_timeout: Duration,
-    /// The first backoff between tries (it doubles, up to 15 s).
+    /// The first backoff between tries (it doubles, up to a quarter of the
+    /// budget and at most 15 s, each pause drawn from its upper half).
     pub backoff: Duration,
+    /// Stops the retries when cancelled (a signal handler's flag, a
+    /// program's own stop): see [`Cancel`]. Shared by the stores written
+    /// with these options.
+    pub cancel: Cancel,
     /// Settings that take the place of the environment's, as
     /// `object_store`'s S3 configuration keys name them (`aws_endpoint`,
     /// `aws_region`, `aws_access_key_id`, `aws_secret_access_key`, ...):
@@ -158,6 +173,31 @@ pub struct S3Options {
     /// happen (for a progress display); shared by every store written
     /// with these options (the levels of a pyramid).
     pub traffic: Option<Arc<S3Traffic>>,
+}
+
+impl S3Options {
+    /// Checks the settings a client would be made of (the `AWS_*`
+    /// variables, then [`S3Options::config`]) without sending anything:
+    /// the setting names, the endpoint (`http[s]://HOST[:PORT][/PATH]`,
+    /// no spaces, a port from 1 to 65535), the region, the key id and
+    /// session token (they go in headers). A refusal is one line naming
+    /// the variable or setting.
+    ///
+    /// ```
+    /// use retile_store::S3Options;
+    /// let mut s3 = S3Options::default();
+    /// s3.config.push(("aws_endpoint".into(), "localhost:9000".into()));
+    /// let err = s3.check().unwrap_err().to_string();
+    /// assert!(err.contains("'aws_endpoint'") && err.contains("http://localhost:9000"), "{err}");
+    /// ```
+    pub fn check(&self) -> Result<(), StreamError> {
+        let budget = Arc::new(Budget::new(
+            self.retry_timeout,
+            self.backoff,
+            self.cancel.clone(),
+        ));
+        settings::check(&configure("bucket", self, &budget)?, &self.config)
+    }
 }
 
 /// Bytes uploaded and requests made so far, read while a stream runs.
@@ -188,9 +228,9 @@ impl Default for S3Options {
     fn default() -> Self {
         S3Options {
             allow_http: false,
-            retries: 10,
             retry_timeout: Duration::from_secs(120),
             backoff: Duration::from_millis(100),
+            cancel: Cancel::new(),
             config: Vec::new(),
             traffic: None,
         }
@@ -218,6 +258,8 @@ struct Shared {
     failure: std::sync::Mutex<Option<Failed>>,
     /// Permits for [`IN_FLIGHT_PARTS`] parts uploading at once.
     parts: Arc<tokio::sync::Semaphore>,
+    /// The retry budget of the store's requests, stopped when it fails.
+    budget: Arc<Budget>,
 }
 
 /// A metadata document being put by a task: awaited by the next document's
@@ -226,11 +268,13 @@ struct Shared {
 type Claim = futures::future::Shared<futures::future::BoxFuture<'static, Result<(), Failed>>>;
 
 /// The completions under way: those of the objects closed since the last
-/// metadata document, and the documents being put, oldest first.
+/// metadata document, and the documents being put, oldest first; and the
+/// aborts of abandoned uploads.
 #[derive(Default)]
 struct Rows {
     closing: Vec<tokio::task::JoinHandle<Result<(), Failed>>>,
     claims: std::collections::VecDeque<Claim>,
+    aborting: Vec<tokio::task::JoinHandle<()>>,
 }
 
 /// An upload finished by a task of the store's runtime that failed: what
@@ -261,8 +305,10 @@ impl Shared {
         }
     }
 
-    /// Keeps the first failure of a task.
+    /// Keeps the first failure of a task; the store's other requests stop
+    /// retrying (the stream has failed).
     fn record(&self, failed: &Failed) {
+        self.budget.stop();
         let mut first = self.failure.lock().unwrap_or_else(|e| e.into_inner());
         first.get_or_insert_with(|| failed.clone());
     }
@@ -293,19 +339,13 @@ pub(crate) fn explain(e: object_store::Error) -> DestError {
     use object_store::Error as E;
     let denied = matches!(e, E::PermissionDenied { .. } | E::Unauthenticated { .. });
     let text = e.to_string();
-    let between = |open: &str, close: &str| {
-        let from = text.find(open)? + open.len();
-        let len = text[from..].find(close)?;
-        Some(text[from..from + len].to_owned())
-    };
-    let code = between("<Code>", "</Code>");
+    let said = server_said(&text);
     let mut line = match text.find("<?xml").or_else(|| text.find("<Error>")) {
         Some(at) => text[..at].trim_end().trim_end_matches(':').to_owned(),
         None => text.clone(),
     };
-    if let Some(code) = &code {
-        let message = between("<Message>", "</Message>").unwrap_or_default();
-        line = format!("{line}; the server said {code}: {message}");
+    if let Some(said) = &said {
+        line = format!("{line}; {said}");
     }
     let line = line.split_whitespace().collect::<Vec<_>>().join(" ");
     let credentials = [
@@ -319,104 +359,136 @@ pub(crate) fn explain(e: object_store::Error) -> DestError {
     let refused = denied
         || text.contains("403 Forbidden")
         || text.contains("401 Unauthorized")
-        || code.as_deref().is_some_and(|c| credentials.contains(&c));
+        || credentials
+            .iter()
+            .any(|c| text.contains(&format!("<Code>{c}</Code>")));
     match refused {
         true => format!("the server refused the credentials (check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN and the bucket's policy): {line}").into(),
         false => line.into(),
     }
 }
 
-impl Bucket {
-    /// A client for `url` (`BUCKET/PREFIX`, without `s3://`), configured
-    /// from the environment and `options`.
-    pub fn connect(url: &str, options: &S3Options) -> Result<Bucket, StreamError> {
-        let (bucket, prefix) = url.split_once('/').unwrap_or((url, ""));
-        let prefix = prefix.trim_matches('/').to_owned();
-        let full = PathBuf::from(format!("s3://{url}"));
-        let invalid = |m: String| Err(StreamError::Invalid(m));
-        if bucket.is_empty() {
+/// The client's builder: the environment's settings, then `options`'s,
+/// every request retried within `budget` (by [`RetryingConnector`];
+/// `object_store`'s own retries are off).
+fn configure(
+    bucket: &str,
+    options: &S3Options,
+    budget: &Arc<Budget>,
+) -> Result<AmazonS3Builder, StreamError> {
+    let mut builder = AmazonS3Builder::from_env()
+        .with_bucket_name(bucket)
+        .with_retry(RetryConfig {
+            max_retries: 0,
+            retry_timeout: options.retry_timeout,
+            ..Default::default()
+        })
+        .with_http_connector(RetryingConnector(budget.clone()));
+    for (key, value) in &options.config {
+        let key: AmazonS3ConfigKey = key.to_ascii_lowercase().parse().map_err(|_| {
+            StreamError::Invalid(format!(
+                "'{key}' is not an S3 setting (use e.g. aws_endpoint, aws_region, aws_access_key_id)"
+            ))
+        })?;
+        builder = builder.with_config(key, value);
+    }
+    if options.allow_http {
+        builder = builder.with_config(
+            AmazonS3ConfigKey::Client(ClientConfigKey::AllowHttp),
+            "true",
+        );
+    }
+    // a try is cut by the budget: the client's own limit (30 s) must not come first
+    let timeout = AmazonS3ConfigKey::Client(ClientConfigKey::Timeout);
+    if builder.get_config_value(&timeout).is_none() {
+        let seconds = options.retry_timeout.as_secs().saturating_add(60);
+        builder = builder.with_config(timeout, format!("{seconds}s"));
+    }
+    Ok(builder)
+}
+
+/// Refuses a plain http endpoint not allowed, and a client without
+/// credentials where no instance metadata service answers.
+fn check_reachable(builder: &AmazonS3Builder, url: &Path) -> Result<(), StreamError> {
+    let invalid = |m: String| Err(StreamError::Invalid(m));
+    let endpoint = settings::endpoint(builder).unwrap_or_default();
+    let http_allowed = builder
+        .get_config_value(&AmazonS3ConfigKey::Client(ClientConfigKey::AllowHttp))
+        .is_some_and(|v| v.eq_ignore_ascii_case("true") || v == "1");
+    if endpoint.starts_with("http://") && !http_allowed {
+        return invalid(format!(
+            "the endpoint {endpoint} is plain http (unencrypted): allow plain http in the S3 options (allow_http) or with AWS_ALLOW_HTTP=true, or use https"
+        ));
+    }
+    let signed = builder
+        .get_config_value(&AmazonS3ConfigKey::SkipSignature)
+        .is_none_or(|v| !v.eq_ignore_ascii_case("true"));
+    let has_key = builder
+        .get_config_value(&AmazonS3ConfigKey::AccessKeyId)
+        .is_some();
+    let other_credentials = [
+        "AWS_WEB_IDENTITY_TOKEN_FILE",
+        "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+        "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+    ]
+    .iter()
+    .any(|v| std::env::var_os(v).is_some());
+    if signed && !has_key && !other_credentials {
+        // an EC2 instance's role, from its metadata service, when it answers
+        let metadata = builder
+            .get_config_value(&AmazonS3ConfigKey::MetadataEndpoint)
+            .unwrap_or_else(|| METADATA_ENDPOINT.into());
+        if !metadata_service_answers(&metadata) {
             return invalid(format!(
-                "{}: an object store is written as s3://BUCKET/PREFIX",
-                full.display()
+                "{}: no credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_ENDPOINT_URL for a server other than AWS); no instance metadata service answered at {metadata} either",
+                url.display()
             ));
         }
-        let mut builder = AmazonS3Builder::from_env()
-            .with_bucket_name(bucket)
-            .with_retry(RetryConfig {
-                backoff: BackoffConfig {
-                    init_backoff: options.backoff,
-                    max_backoff: Duration::from_secs(15),
-                    base: 2.0,
-                },
-                max_retries: options.retries,
-                retry_timeout: options.retry_timeout,
-            });
-        for (key, value) in &options.config {
-            let key: AmazonS3ConfigKey = key.to_ascii_lowercase().parse().map_err(|_| {
-                StreamError::Invalid(format!(
-                    "'{key}' is not an S3 setting (use e.g. aws_endpoint, aws_region, aws_access_key_id)"
-                ))
-            })?;
-            builder = builder.with_config(key, value);
-        }
-        if options.allow_http {
-            builder = builder.with_config(
-                AmazonS3ConfigKey::Client(ClientConfigKey::AllowHttp),
-                "true",
-            );
-        }
-        let endpoint = builder
-            .get_config_value(&AmazonS3ConfigKey::Endpoint)
-            .unwrap_or_default();
-        let http_allowed = builder
-            .get_config_value(&AmazonS3ConfigKey::Client(ClientConfigKey::AllowHttp))
-            .is_some_and(|v| v.eq_ignore_ascii_case("true") || v == "1");
-        if endpoint.starts_with("http://") && !http_allowed {
-            return invalid(format!(
-                "the endpoint {endpoint} is plain http (unencrypted): allow plain http in the S3 options (allow_http) or with AWS_ALLOW_HTTP=true, or use https"
-            ));
-        }
-        let payload_setting = options
-            .config
-            .iter()
-            .rev()
-            .find(|(k, _)| {
-                k.to_ascii_lowercase().parse::<AmazonS3ConfigKey>().ok()
-                    == Some(AmazonS3ConfigKey::UnsignedPayload)
-            })
-            .map(|(_, v)| v.clone())
-            .or_else(|| std::env::var("AWS_UNSIGNED_PAYLOAD").ok());
-        if payloads_unsigned(&endpoint, payload_setting.as_deref()) {
-            builder = builder.with_config(AmazonS3ConfigKey::UnsignedPayload, "true");
-        }
-        let signed = builder
-            .get_config_value(&AmazonS3ConfigKey::SkipSignature)
-            .is_none_or(|v| !v.eq_ignore_ascii_case("true"));
-        let has_key = builder
-            .get_config_value(&AmazonS3ConfigKey::AccessKeyId)
-            .is_some();
-        let other_credentials = [
-            "AWS_WEB_IDENTITY_TOKEN_FILE",
-            "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
-            "AWS_CONTAINER_CREDENTIALS_FULL_URI",
-        ]
+    }
+    Ok(())
+}
+
+/// `builder` with request bodies unsigned where [`payloads_unsigned`] says.
+fn sign_payloads(builder: AmazonS3Builder, options: &S3Options) -> AmazonS3Builder {
+    let endpoint = settings::endpoint(&builder).unwrap_or_default();
+    let setting = options
+        .config
         .iter()
-        .any(|v| std::env::var_os(v).is_some());
-        if signed && !has_key && !other_credentials {
-            // an EC2 instance's role, from its metadata service, when it answers
-            let metadata = builder
-                .get_config_value(&AmazonS3ConfigKey::MetadataEndpoint)
-                .unwrap_or_else(|| METADATA_ENDPOINT.into());
-            if !metadata_service_answers(&metadata) {
-                return invalid(format!(
-                    "{}: no credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_ENDPOINT_URL for a server other than AWS); no instance metadata service answered at {metadata} either",
-                    full.display()
-                ));
-            }
-        }
+        .rev()
+        .find(|(k, _)| {
+            k.to_ascii_lowercase().parse::<AmazonS3ConfigKey>().ok()
+                == Some(AmazonS3ConfigKey::UnsignedPayload)
+        })
+        .map(|(_, v)| v.clone())
+        .or_else(|| std::env::var("AWS_UNSIGNED_PAYLOAD").ok());
+    match payloads_unsigned(&endpoint, setting.as_deref()) {
+        true => builder.with_config(AmazonS3ConfigKey::UnsignedPayload, "true"),
+        false => builder,
+    }
+}
+
+impl Bucket {
+    /// A client for the objects under `prefix` in `bucket` (`url` as the
+    /// user wrote it, for messages), configured from the environment and
+    /// `options`, its settings checked first.
+    pub fn connect(
+        bucket: &str,
+        prefix: &str,
+        url: &Path,
+        options: &S3Options,
+    ) -> Result<Bucket, StreamError> {
+        let budget = Arc::new(Budget::new(
+            options.retry_timeout,
+            options.backoff,
+            options.cancel.clone(),
+        ));
+        let builder = configure(bucket, options, &budget)?;
+        settings::check(&builder, &options.config)?;
+        check_reachable(&builder, url)?;
+        let builder = sign_payloads(builder, options);
         let store = builder.build().map_err(|e| StreamError::Store {
             doing: "configuring the S3 client".into(),
-            path: full.clone(),
+            path: url.to_owned(),
             source: explain(e),
         })?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -426,7 +498,7 @@ impl Bucket {
             .build()
             .map_err(|e| StreamError::Store {
                 doing: "starting the upload threads".into(),
-                path: full.clone(),
+                path: url.to_owned(),
                 source: e.into(),
             })?;
         let shared = Shared {
@@ -436,12 +508,13 @@ impl Bucket {
             traffic: options.traffic.clone(),
             failure: std::sync::Mutex::new(None),
             parts: Arc::new(tokio::sync::Semaphore::new(IN_FLIGHT_PARTS)),
+            budget,
         };
         Ok(Bucket {
             lock: std::sync::OnceLock::new(),
             shared: Arc::new(shared),
-            prefix,
-            url: full,
+            prefix: prefix.to_owned(),
+            url: url.to_owned(),
             runtime,
             rows: std::sync::Mutex::new(Rows::default()),
         })
@@ -452,14 +525,17 @@ impl Bucket {
         &self.url
     }
 
-    /// The object key of `key` under the prefix.
-    fn key(&self, key: &str) -> Key {
-        Key::from_iter(
-            self.prefix
-                .split('/')
-                .chain(key.split('/'))
-                .filter(|p| !p.is_empty()),
-        )
+    /// The object key of `key` under the prefix, byte for byte as given
+    /// (the prefix was checked by [`StorePath::classify`](crate::StorePath::classify);
+    /// the store's own names are plain).
+    fn key(&self, key: &str) -> Result<Key, DestError> {
+        let full = match (self.prefix.is_empty(), key.is_empty()) {
+            (true, _) => key.to_owned(),
+            (false, true) => self.prefix.clone(),
+            (false, false) => format!("{}/{key}", self.prefix),
+        };
+        Key::parse(&full)
+            .map_err(|e| format!("the object key '{full}' cannot be stored: {e}").into())
     }
 
     fn fail(&self, doing: String, e: DestError) -> StreamError {
@@ -474,6 +550,13 @@ impl Bucket {
         self.shared.count(requests, bytes);
     }
 
+    /// `e`, a request's failure that fails the stream: the store's other
+    /// requests stop retrying.
+    fn stopped_by(&self, e: DestError) -> DestError {
+        self.shared.budget.stop();
+        e
+    }
+
     /// Bytes uploaded (objects completed) and requests made.
     pub fn traffic(&self) -> (u64, u64) {
         (
@@ -485,7 +568,12 @@ impl Bucket {
     /// Checks that nothing is stored under the prefix, or deletes the
     /// Zarr store there with `overwrite` (refusing to delete what is not one).
     pub fn prepare(&self, overwrite: bool) -> Result<(), StreamError> {
-        let prefix = self.key("");
+        let prefix = self
+            .key("")
+            .map_err(|e| self.fail("naming the store".into(), e))?;
+        let metadata = self
+            .key("zarr.json")
+            .map_err(|e| self.fail("naming the store".into(), e))?;
         let store = &self.shared.store;
         let listing = |doing: &str, e| self.fail(doing.into(), explain(e));
         let lock = crate::lock::ObjectLock::acquire(store, &self.runtime, &prefix, &self.url)?;
@@ -516,7 +604,7 @@ impl Bucket {
         self.count(1, 0);
         let is_zarr = self
             .runtime
-            .block_on(store.head(&self.key("zarr.json")))
+            .block_on(store.head(&metadata))
             .map(|_| true)
             .or_else(|e| match e {
                 object_store::Error::NotFound { .. } => Ok(false),
@@ -555,9 +643,9 @@ impl Bucket {
     /// parts in flight; the next metadata document waits for it, and its
     /// failure fails the next request.
     fn put_closing(&self, key: &str, bytes: Vec<u8>) -> Result<(), DestError> {
+        let (key, name) = (self.key(key)?, key.to_owned());
         let permit = self.permit()?;
         let shared = self.shared.clone();
-        let (key, name) = (self.key(key), key.to_owned());
         self.closing(async move {
             let put = shared.put(&key, &name, bytes).await;
             drop(permit);
@@ -580,12 +668,12 @@ impl Bucket {
         self.lock
             .get()
             .map_or(Ok(()), crate::lock::ObjectLock::check)?;
+        let (key, name) = (self.key(key)?, key.to_owned());
         let mut rows = self.lock_rows();
         self.settle(&mut rows, ROWS_COMPLETING - 1)?;
         let closing = std::mem::take(&mut rows.closing);
         let previous = rows.claims.back().cloned();
         let shared = self.shared.clone();
-        let (key, name) = (self.key(key), key.to_owned());
         let claim = async move {
             // every completion is waited for, failed or not, so that none
             // is still aborting when the store is dropped
@@ -658,15 +746,19 @@ impl Bucket {
 }
 
 impl Drop for Bucket {
-    /// A store dropped with completions under way (a failed or abandoned
-    /// stream) waits a little for them: an object completed is whole, one
-    /// that fails is aborted by its task; after [`DRAIN_WAIT`] the rest
-    /// are stopped and left to the bucket's lifecycle rules.
+    /// A store dropped with completions or aborts under way (a failed or
+    /// abandoned stream) stops retrying and waits a little for them: an
+    /// object completed is whole, one that fails is aborted by its task;
+    /// after [`DRAIN_WAIT`] the rest are stopped and left to the bucket's
+    /// lifecycle rules.
     fn drop(&mut self) {
         use futures::FutureExt;
+        self.shared.budget.stop();
         let rows = std::mem::take(&mut *self.lock_rows());
         let closing = rows.closing.into_iter().map(|t| t.map(drop).boxed());
+        let aborting = rows.aborting.into_iter().map(|t| t.map(drop).boxed());
         let tasks: Vec<_> = closing
+            .chain(aborting)
             .chain(rows.claims.into_iter().map(|c| c.map(drop).boxed()))
             .collect();
         if tasks.is_empty() || tokio::runtime::Handle::try_current().is_ok() {
@@ -772,11 +864,12 @@ impl Upload {
         // a permit of the store's parts in flight, held until the part is up
         let permit = bucket.permit()?;
         if self.multipart.is_none() {
+            let key = bucket.key(&self.key)?;
             bucket.count(1, 0);
             let upload = bucket
                 .runtime
-                .block_on(bucket.shared.store.put_multipart(&bucket.key(&self.key)))
-                .map_err(explain)?;
+                .block_on(bucket.shared.store.put_multipart(&key))
+                .map_err(|e| bucket.stopped_by(explain(e)))?;
             self.multipart = Some(Multipart {
                 upload: std::sync::Mutex::new(upload),
                 parts: JoinSet::new(),
@@ -799,7 +892,8 @@ impl Upload {
                 .block_on(multipart.parts.join_next())
                 .map_or(Ok(()), |joined| {
                     joined.map_err(DestError::from)?.map_err(explain)
-                })?;
+                })
+                .map_err(|e| bucket.stopped_by(e))?;
         }
         Ok(())
     }
@@ -825,21 +919,18 @@ impl Upload {
         }
         // a failure here leaves the upload to `Drop`, which aborts it
         self.bucket.shared.check()?;
+        let object = self.bucket.key(&self.key)?;
         let Some(multipart) = self.multipart.take() else {
             return Err("the multipart upload was not started".into());
         };
-        let completion = complete(
-            multipart,
-            self.bucket.shared.clone(),
-            &self.key,
-            self.offset,
-        );
+        let completion = complete(multipart, self.bucket.shared.clone(), object, self.offset);
         self.bucket.closing(completion);
         Ok(self.offset)
     }
 
-    /// Stops the parts in flight and aborts the multipart upload, waiting
-    /// a few seconds at most (a dead server is not waited for).
+    /// Stops the parts in flight and aborts the multipart upload in a task
+    /// of the store, which the store waits for when it is dropped (aborts
+    /// of several objects go on at once; a dead server is not waited for).
     fn abort(&mut self) {
         let Some(mut multipart) = self.multipart.take() else {
             return;
@@ -851,20 +942,18 @@ impl Upload {
             let _ =
                 tokio::time::timeout(ABORT_WAIT, upload_of(&mut multipart.upload).abort()).await;
         };
-        match tokio::runtime::Handle::try_current() {
-            // inside an async context a runtime cannot be waited on: the abort goes on its own
-            Ok(_) => drop(bucket.runtime.spawn(aborting)),
-            Err(_) => bucket.runtime.block_on(aborting),
-        }
+        let task = bucket.runtime.spawn(aborting);
+        bucket.lock_rows().aborting.push(task);
     }
 }
 
-/// Waits for the parts of `multipart` and completes it, counting `len`
-/// bytes uploaded; aborts it if a part or the completion failed.
+/// Waits for the parts of `multipart` and completes it as the object
+/// `key`, counting `len` bytes uploaded; aborts it if a part or the
+/// completion failed.
 fn complete(
     mut multipart: Multipart,
     shared: Arc<Shared>,
-    key: &str,
+    key: Key,
     len: u64,
 ) -> impl std::future::Future<Output = Result<(), Failed>> + Send + 'static {
     let doing = format!("completing the multipart upload of {key}");
@@ -875,7 +964,12 @@ fn complete(
             }
             shared.count(1, 0);
             let upload = upload_of(&mut multipart.upload);
-            upload.complete().await.map_err(explain)
+            match upload.complete().await {
+                Err(object_store::Error::NotFound { .. }) => {
+                    completed_unheard(&shared, &key, len).await
+                }
+                done => done.map(drop).map_err(explain),
+            }
         };
         match finished.await {
             Ok(_) => {
@@ -883,18 +977,36 @@ fn complete(
                 Ok(())
             }
             Err(answer) => {
-                multipart.parts.abort_all();
-                shared.count(1, 0);
-                let aborting = upload_of(&mut multipart.upload).abort();
-                let _ = tokio::time::timeout(ABORT_WAIT, aborting).await;
+                // recorded first: the store stops retrying, the abort is tried once
                 let failed = Failed {
                     doing,
                     answer: answer.to_string(),
                 };
                 shared.record(&failed);
+                multipart.parts.abort_all();
+                shared.count(1, 0);
+                let aborting = upload_of(&mut multipart.upload).abort();
+                let _ = tokio::time::timeout(ABORT_WAIT, aborting).await;
                 Err(failed)
             }
         }
+    }
+}
+
+/// Whether a completion answered "no such upload" went through all the
+/// same: a retried completion whose first answer was lost (the server
+/// completed it; the connection dropped) finds the upload gone and the
+/// object there, `len` bytes long.
+async fn completed_unheard(shared: &Shared, key: &Key, len: u64) -> Result<(), DestError> {
+    shared.count(1, 0);
+    match shared.store.head(key).await {
+        Ok(meta) if meta.size == len => Ok(()),
+        Ok(meta) => Err(format!(
+            "the server lost the multipart upload: the object holds {} bytes, not {len}",
+            meta.size
+        )
+        .into()),
+        Err(e) => Err(format!("the server lost the multipart upload ({})", explain(e)).into()),
     }
 }
 

@@ -4,286 +4,18 @@
 //! holds (through `zarrs_object_store`). Without the server the tests say so and return, unless
 //! `RETILE_REQUIRE_S3=1` (CI), where that is a failure.
 
+mod s3_common;
+
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use futures::TryStreamExt;
-use object_store::aws::{AmazonS3, AmazonS3Builder};
 use object_store::path::Path as Key;
-use object_store::prefix::PrefixStore;
-use object_store::{ObjectStore, ObjectStoreExt};
+use object_store::ObjectStoreExt;
 use retile_stream::*;
-use zarrs::array::Array;
-use zarrs_object_store::AsyncObjectStore;
-
-const BUCKET: &str = "retile-test";
-
-/// A moto S3 server on a free port of 127.0.0.1, stopped when dropped (and
-/// when this process ends: it exits when its standard input closes).
-struct Moto {
-    child: Child,
-    port: u16,
-    _log: tempfile::NamedTempFile,
-}
-
-fn free_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("a free port on 127.0.0.1");
-    listener.local_addr().expect("its address").port()
-}
-
-impl Moto {
-    /// Starts a server; `auth`: it checks signatures and knows no key,
-    /// so that every request is refused for its credentials.
-    fn start(auth: bool) -> Result<Moto, String> {
-        let port = free_port();
-        let script = "import sys, threading, os\n\
-threading.Thread(target=lambda: (sys.stdin.read(), os._exit(0)), daemon=True).start()\n\
-from moto.server import main\n\
-main(['-H', '127.0.0.1', '-p', sys.argv[1]])\n";
-        let log = tempfile::NamedTempFile::new().map_err(|e| e.to_string())?;
-        let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
-        let mut command = Command::new(&python);
-        command
-            .args(["-c", script, &port.to_string()])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(log.reopen().map_err(|e| e.to_string())?);
-        if auth {
-            command.env("INITIAL_NO_AUTH_ACTION_COUNT", "0");
-        }
-        let child = command
-            .spawn()
-            .map_err(|e| format!("cannot run {python}: {e}"))?;
-        let mut moto = Moto {
-            child,
-            port,
-            _log: log,
-        };
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                return Ok(moto);
-            }
-            if let Ok(Some(status)) = moto.child.try_wait() {
-                let said = std::fs::read_to_string(moto._log.path()).unwrap_or_default();
-                let tail: Vec<&str> = said.lines().rev().take(3).collect();
-                return Err(format!(
-                    "moto_server exited ({status}): {}",
-                    tail.into_iter().rev().collect::<Vec<_>>().join(" / ")
-                ));
-            }
-            if Instant::now() > deadline {
-                return Err("moto_server did not listen within 60 s".into());
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-
-    fn endpoint(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
-    }
-
-    /// Makes a bucket with a plain request (moto takes unsigned ones).
-    fn create_bucket(&self, name: &str) {
-        let answer = raw_request(self.port, "PUT", &format!("/{name}"));
-        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
-    }
-
-    /// A client of this server, as a reader would make one.
-    fn client(&self) -> AmazonS3 {
-        AmazonS3Builder::new()
-            .with_endpoint(self.endpoint())
-            .with_allow_http(true)
-            .with_bucket_name(BUCKET)
-            .with_region("us-east-1")
-            .with_access_key_id("testing")
-            .with_secret_access_key("testing")
-            .build()
-            .expect("a client")
-    }
-}
-
-impl Drop for Moto {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn raw_request(port: u16, method: &str, target: &str) -> String {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("the server");
-    write!(
-        s,
-        "{method} {target} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-    )
-    .expect("a request");
-    let mut answer = String::new();
-    s.read_to_string(&mut answer).expect("an answer");
-    answer
-}
-
-/// The server with a bucket, or `None` (and why, on stderr) where moto
-/// cannot be started; with `RETILE_REQUIRE_S3=1` that is a failure.
-fn moto(auth: bool) -> Option<Moto> {
-    match Moto::start(auth) {
-        Ok(m) => {
-            if !auth {
-                m.create_bucket(BUCKET);
-            }
-            Some(m)
-        }
-        Err(why) => {
-            let required = std::env::var("RETILE_REQUIRE_S3").is_ok_and(|v| v == "1");
-            assert!(
-                !required,
-                "RETILE_REQUIRE_S3=1 but the S3 server did not start: {why}"
-            );
-            eprintln!("S3 tests did not run: {why} (install the server with python3 -m pip install \"moto[server]\")");
-            None
-        }
-    }
-}
-
-/// Settings for `endpoint`, retrying briefly.
-fn s3(endpoint: &str) -> S3Options {
-    S3Options {
-        allow_http: true,
-        retries: 4,
-        retry_timeout: Duration::from_secs(10),
-        backoff: Duration::from_millis(20),
-        config: [
-            ("aws_endpoint", endpoint),
-            ("aws_region", "us-east-1"),
-            ("aws_access_key_id", "testing"),
-            ("aws_secret_access_key", "testing"),
-            // no instance metadata service: a closed port of this machine
-            ("aws_metadata_endpoint", "http://127.0.0.1:9"),
-        ]
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect(),
-        traffic: Some(Arc::new(S3Traffic::default())),
-    }
-}
-
-fn values(n: u64) -> Vec<u16> {
-    (0..n).map(|i| (i * 7 + i / 13 + 1) as u16).collect()
-}
-
-fn to_bytes(v: &[u16]) -> Vec<u8> {
-    v.iter().flat_map(|x| x.to_le_bytes()).collect()
-}
-
-/// The key of `name` under `prefix` (either may be empty).
-fn key(prefix: &str, name: &str) -> Key {
-    Key::from_iter(
-        prefix
-            .split('/')
-            .chain(name.split('/'))
-            .filter(|p| !p.is_empty()),
-    )
-}
-
-fn block_on<F: std::future::Future>(f: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime")
-        .block_on(f)
-}
-
-/// Every object under `prefix`: its key below the prefix, size and etag.
-fn objects(client: &AmazonS3, prefix: &str) -> Vec<(String, u64, String)> {
-    let prefix = key(prefix, "");
-    let listed: Vec<_> =
-        block_on(client.list(Some(&prefix)).try_collect::<Vec<_>>()).expect("a listing");
-    let mut out: Vec<_> = listed
-        .into_iter()
-        .map(|m| {
-            let key = m.location.as_ref()[prefix.as_ref().len()..]
-                .trim_start_matches('/')
-                .to_owned();
-            (key, m.size, m.e_tag.unwrap_or_default())
-        })
-        .collect();
-    out.sort();
-    out
-}
-
-/// Reads the array stored under `prefix` with zarrs, straight from the
-/// server through `zarrs_object_store`.
-fn read_back(client: &AmazonS3, prefix: &str) -> (Vec<u64>, Vec<u16>) {
-    let under = PrefixStore::new(client.clone(), key(prefix, ""));
-    let store = Arc::new(AsyncObjectStore::new(under));
-    block_on(async {
-        let array = Array::async_open(store, "/").await.expect("the array");
-        let read: Vec<u16> = array
-            .async_retrieve_array_subset(&array.subset_all())
-            .await
-            .expect("the array's elements");
-        (array.shape().to_vec(), read)
-    })
-}
-
-/// Asserts that `read` is `data`, saying how many elements differ and the
-/// first of them rather than printing both.
-fn assert_same(read: &[u16], data: &[u16], what: &str) {
-    assert_eq!(read.len(), data.len(), "{what}: lengths differ");
-    let wrong: Vec<usize> = (0..read.len()).filter(|&i| read[i] != data[i]).collect();
-    assert!(
-        wrong.is_empty(),
-        "{what}: {} of {} elements differ, the first at {} ({} read, {} written)",
-        wrong.len(),
-        read.len(),
-        wrong[0],
-        read[wrong[0]],
-        data[wrong[0]]
-    );
-}
-
-/// The array's first extent as its `zarr.json` claims it.
-fn claimed_planes(client: &AmazonS3, prefix: &str) -> Option<u64> {
-    let bytes =
-        block_on(async { client.get(&key(prefix, "zarr.json")).await?.bytes().await }).ok()?;
-    let meta: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
-    meta["shape"][0].as_u64()
-}
-
-/// Streams `planes` planes of `shape`/`tile` u16 into `options`, in pieces of `piece` bytes.
-fn stream(
-    shape: Vec<u64>,
-    planes: u64,
-    tile: Vec<u64>,
-    options: ZarrOptions,
-    piece: usize,
-) -> Result<(Summary, Vec<u16>), StreamError> {
-    let mut dims = shape.clone();
-    dims[0] = planes;
-    let data = values(dims.iter().product());
-    let spec = StreamSpec::new(DType::U16, shape, tile)?;
-    let mut s = TileStream::new(
-        spec,
-        &0u16.to_le_bytes(),
-        2,
-        Box::new(ZarrSink::new(options)),
-    )?;
-    for p in to_bytes(&data).chunks(piece) {
-        s.append(p)?;
-    }
-    Ok((s.finish()?, data))
-}
-
-fn options(url: &str, s3: S3Options) -> ZarrOptions {
-    ZarrOptions {
-        path: url.into(),
-        s3,
-        ..Default::default()
-    }
-}
+use s3_common::*;
 
 #[test]
 fn unsharded_zstd_stream_grows_and_reads_back_identically() {
@@ -907,7 +639,6 @@ fn fails_mid_stream_claiming_only_what_is_stored(fail: fn(&Relay), name: &str) {
     let Some(moto) = moto(false) else { return };
     let relay = Relay::start(moto.port, 0);
     let mut s3 = s3(&relay.endpoint());
-    s3.retries = 2;
     s3.retry_timeout = Duration::from_secs(2);
     let url = format!("s3://{BUCKET}/{name}");
     let opts = ZarrOptions {
@@ -970,11 +701,12 @@ fn shards_refused_mid_stream_fail_the_stream_and_the_metadata_claims_only_what_i
     fails_mid_stream_claiming_only_what_is_stored(Relay::refuse_chunks, "refused");
 }
 
-/// Shards of 12 MiB (two parts each), two a row, rows of 24 planes.
-fn multipart_rows(url: &str, relay: &Relay) -> (ZarrOptions, StreamSpec) {
+/// Shards of 12 MiB (two parts each), two a row, rows of 24 planes,
+/// retried for `budget` (a request's tries end with it: it must outlast
+/// an 8 MiB part through the relay and moto on a loaded machine).
+fn multipart_rows(url: &str, relay: &Relay, budget: Duration) -> (ZarrOptions, StreamSpec) {
     let mut s3 = s3(&relay.endpoint());
-    s3.retries = 2;
-    s3.retry_timeout = Duration::from_secs(2);
+    s3.retry_timeout = budget;
     let opts = ZarrOptions {
         shard: Some(vec![1, 2, 2]),
         ..options(url, s3)
@@ -990,7 +722,11 @@ fn a_row_is_claimed_only_after_every_multipart_upload_of_it_and_above_it_is_comp
     // every completion answered a second late: a claim that did not wait
     // for them would reach the server first, and later rows upload meanwhile
     relay.completes.store(DELAY, Ordering::SeqCst);
-    let (opts, spec) = multipart_rows(&format!("s3://{BUCKET}/ordered"), &relay);
+    let (opts, spec) = multipart_rows(
+        &format!("s3://{BUCKET}/ordered"),
+        &relay,
+        Duration::from_secs(10),
+    );
     let mut s = TileStream::new(spec, &[0, 0], 2, Box::new(ZarrSink::new(opts))).unwrap();
     let rows = 8;
     let data = values(rows * 24 * 512 * 1024);
@@ -1070,7 +806,8 @@ fn a_refused_completion_fails_the_stream_while_the_next_row_uploads() {
     let relay = Relay::start(moto.port, 0);
     relay.completes.store(REFUSE, Ordering::SeqCst);
     let url = format!("s3://{BUCKET}/uncompleted");
-    let (opts, spec) = multipart_rows(&url, &relay);
+    // refused completions fail once retried for 3 s, well before the end
+    let (opts, spec) = multipart_rows(&url, &relay, Duration::from_secs(3));
     let mut s = TileStream::new(spec, &[0, 0], 2, Box::new(ZarrSink::new(opts))).unwrap();
     // ten rows: the first row's refused completions must stop the stream
     // before its end, not only at `finish`
@@ -1302,6 +1039,199 @@ fn without_keys_an_instance_role_from_the_metadata_service_signs_the_requests() 
         assert!(
             service.fetched.load(Ordering::SeqCst) >= 1,
             "the credentials did not come from the metadata service"
+        );
+    }
+}
+
+/// The keys the server itself lists under `prefix` (its XML, unescaped).
+fn listed_keys(port: u16, prefix: &str) -> Vec<String> {
+    let listing = raw_request(
+        port,
+        "GET",
+        &format!("/{BUCKET}?list-type=2&prefix={prefix}"),
+    );
+    listing
+        .split("<Key>")
+        .skip(1)
+        .filter_map(|k| k.split_once("</Key>"))
+        .map(|(k, _)| {
+            k.replace("&lt;", "<")
+                .replace("&gt;", ">")
+                .replace("&quot;", "\"")
+                .replace("&apos;", "'")
+                .replace("&amp;", "&")
+        })
+        .collect()
+}
+
+#[test]
+fn keys_are_stored_byte_for_byte_as_given_not_percent_encoded() {
+    let Some(moto) = moto(false) else { return };
+    for prefix in [
+        "unicodé/run?1.zarr",
+        "a b/ü+%41#x/[1]~;=&.zarr",
+        "日本/データ.zarr",
+    ] {
+        let url = format!("s3://{BUCKET}/{prefix}");
+        let (_, data) = stream(
+            vec![0, 8, 16],
+            4,
+            vec![2, 8, 8],
+            options(&url, s3(&moto.endpoint())),
+            100,
+        )
+        .unwrap_or_else(|e| panic!("{url}: {e}"));
+        // what the server holds, as its own listing says
+        let first = prefix.split('/').next().unwrap();
+        let ascii: String = first
+            .chars()
+            .take_while(char::is_ascii_alphanumeric)
+            .collect();
+        let keys = listed_keys(moto.port, &ascii);
+        for name in ["zarr.json", "c/0/0/0", "c/1/0/1"] {
+            let expected = format!("{prefix}/{name}");
+            assert!(keys.contains(&expected), "{expected} not in {keys:?}");
+        }
+        assert!(
+            keys.iter()
+                .all(|k| !k.contains("%C3") && !k.contains("%3F") && !k.contains("%20")),
+            "{keys:?}"
+        );
+        let (shape, read) = read_back(&moto.client(), prefix);
+        assert_eq!(shape, vec![4, 8, 16]);
+        assert_same(&read, &data, url.as_str());
+        // listed, found to be a Zarr store and deleted whole by --overwrite
+        let again = ZarrOptions {
+            overwrite: true,
+            ..options(&url, s3(&moto.endpoint()))
+        };
+        let (_, data) = stream(vec![0, 8, 16], 2, vec![2, 8, 8], again, 100).unwrap();
+        let (shape, read) = read_back(&moto.client(), prefix);
+        assert_eq!(shape, vec![2, 8, 16]);
+        assert_same(&read, &data, "overwritten");
+    }
+}
+
+/// The error of a stream into `url` with `s3`, made before anything is sent.
+fn refusal(url: &str, s3: S3Options) -> String {
+    let spec = StreamSpec::new(DType::U8, vec![0, 8, 8], vec![2, 8, 8]).unwrap();
+    let caught = std::panic::catch_unwind(|| {
+        TileStream::new(spec, &[0], 1, Box::new(ZarrSink::new(options(url, s3))))
+            .err()
+            .map(|e| e.to_string())
+    });
+    match caught {
+        Ok(Some(err)) => err,
+        Ok(None) => panic!("{url} was taken"),
+        Err(_) => panic!("{url}: a panic, not an error"),
+    }
+}
+
+#[test]
+fn prefixes_s3_cannot_hold_are_refused_naming_the_rule_before_anything_is_sent() {
+    let long = format!("s3://b/{}", "x".repeat(MAX_PREFIX_BYTES + 1));
+    for (url, rule) in [
+        ("s3://b/a//b.zarr", "empty segment"),
+        ("s3://b//a.zarr", "empty segment"),
+        ("s3://b/a/./b.zarr", "'.' segment"),
+        ("s3://b/a/../b.zarr", "'..' segment"),
+        ("s3://b/..", "'..' segment"),
+        ("s3://b/a\u{1}b.zarr", "U+0001"),
+        ("s3://b/a\nb.zarr", "U+000A"),
+        ("s3://b/a\u{7f}.zarr", "U+007F"),
+        ("s3://b/a\u{85}.zarr", "U+0085"),
+        ("s3://b c/a.zarr", "U+0020"),
+        ("s3:///a.zarr", "s3://BUCKET/PREFIX"),
+        (long.as_str(), "bytes long"),
+    ] {
+        let mut s3 = s3("http://127.0.0.1:9");
+        // a server that would answer: a refusal must come before any request
+        s3.retry_timeout = Duration::from_secs(30);
+        let started = Instant::now();
+        let err = refusal(url, s3);
+        assert!(err.contains(rule), "{url:?}: {err}");
+        assert!(!err.contains('\n'), "{url:?}: {err}");
+        assert!(
+            started.elapsed() < Duration::from_secs(1),
+            "{url:?} was sent"
+        );
+    }
+}
+
+#[test]
+fn endpoints_the_client_cannot_use_are_one_line_naming_the_setting_not_a_panic() {
+    for key in ["aws_endpoint", "endpoint_url", "aws_endpoint_url_s3"] {
+        for (value, why) in [
+            ("localhost:9000", "http://"),
+            ("", "empty"),
+            ("http://127.0.0.1:9000 ", "U+0020"),
+            (" http://127.0.0.1:9000", "U+0020"),
+            ("http://127.0.0.1:99999", "65535"),
+            ("http://127.0.0.1:0", "65535"),
+            ("https://", "host"),
+            ("http://exämple.org", "URL"),
+            ("http://127.0.0.1:9000/?a=b", "query"),
+        ] {
+            let mut s3 = s3("http://127.0.0.1:9");
+            s3.config.push((key.into(), value.into()));
+            let err = refusal("s3://b/p", s3);
+            assert!(
+                err.contains(&format!("'{key}'")) && err.contains(why),
+                "{key}={value:?}: {err}"
+            );
+            assert!(!err.contains('\n'), "{err}");
+        }
+    }
+    // a region that must name AWS's host, or go in a header; keys that go in headers
+    let mut aws = s3("http://127.0.0.1:9");
+    aws.config
+        .retain(|(k, _)| k != "aws_endpoint" && k != "aws_region");
+    for (key, value) in [
+        ("aws_region", "us east 1"),
+        ("aws_region", "région"),
+        ("aws_access_key_id", "AKIA\u{e9}"),
+        ("aws_session_token", "tok\nen"),
+    ] {
+        let mut s3 = aws.clone();
+        s3.config.push((key.into(), value.into()));
+        let err = refusal("s3://b/p", s3);
+        assert!(err.contains(&format!("'{key}'")), "{key}={value:?}: {err}");
+    }
+}
+
+#[test]
+fn a_file_url_is_the_local_directory_it_names_and_other_schemes_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("file://{}/run%203%3F.zarr", dir.path().display());
+    let spec = StreamSpec::new(DType::U8, vec![0, 8, 8], vec![2, 8, 8]).unwrap();
+    let opts = ZarrOptions {
+        path: url.clone().into(),
+        ..Default::default()
+    };
+    let mut s = TileStream::new(spec, &[0], 1, Box::new(ZarrSink::new(opts))).unwrap();
+    s.append(&[3u8; 4 * 64]).unwrap();
+    s.finish().unwrap();
+    let meta: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(dir.path().join("run 3?.zarr").join("zarr.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(meta["shape"], serde_json::json!([4, 8, 8]), "{url}");
+    for (url, named) in [
+        ("gs://retile-lib-test/a.zarr", "scheme gs:"),
+        ("S3://retile-lib-test/a.zarr", "scheme S3:"),
+        ("s3a://retile-lib-test/a.zarr", "scheme s3a:"),
+        (
+            "file://elsewhere/retile-lib-test.zarr",
+            "absolute local path",
+        ),
+        ("", "empty"),
+    ] {
+        let err = refusal(url, s3("http://127.0.0.1:9"));
+        assert!(err.contains(named), "{url:?}: {err}");
+        let made = url.split('/').next().unwrap_or_default();
+        assert!(
+            made.is_empty() || !std::path::Path::new(made).exists(),
+            "{url} made {made}"
         );
     }
 }
