@@ -52,7 +52,7 @@ fn the_algebra_on_a_swizzled_layout_acts_on_the_inner_layout() {
         (format!("depth({c})"), "1".into()),
         (format!("mode({c}, 1)"), "Sw<3,3,3> o 64:1".into()),
         (
-            format!("flatten(Sw<1,0,1> o ((2,2),2):((1,2),4))"),
+            "flatten(Sw<1,0,1> o ((2,2),2):((1,2),4))".to_string(),
             "Sw<1,0,1> o (2,2,2):(1,2,4)".into(),
         ),
         (
@@ -69,15 +69,15 @@ fn the_algebra_on_a_swizzled_layout_acts_on_the_inner_layout() {
             "Sw<3,3,3> o ((4,8),(2,8)):((64,1),(256,8))".into(),
         ),
         (
-            format!("coalesce(Sw<1,0,1> o (2,4):(1,2))"),
+            "coalesce(Sw<1,0,1> o (2,4):(1,2))".to_string(),
             "Sw<1,0,1> o 8:1".into(),
         ),
         (
-            format!("complement(Sw<1,0,1> o 4:2, 16)"),
+            "complement(Sw<1,0,1> o 4:2, 16)".to_string(),
             "(2,2):(1,8)".into(),
         ),
         (
-            format!("blocked_product(Sw<1,0,1> o 2:1, 3:1)"),
+            "blocked_product(Sw<1,0,1> o 2:1, 3:1)".to_string(),
             "Sw<1,0,1> o ((2,3)):((1,2))".into(),
         ),
         (format!("eval({c}, (2,0))"), "144".into()),

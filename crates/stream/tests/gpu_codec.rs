@@ -76,7 +76,7 @@ fn write(
         codec_on: if gpu { CodecOn::Gpu } else { CodecOn::Cpu },
         ..Default::default()
     });
-    let summary = if gpu {
+    if gpu {
         let mut s = CudaTileStream::new(spec.clone(), fill, Box::new(sink)).unwrap();
         assert_eq!(s.append(data).unwrap(), data.len());
         s.finish().unwrap()
@@ -84,8 +84,7 @@ fn write(
         let mut s = TileStream::new(spec.clone(), fill, 2, Box::new(sink)).unwrap();
         assert_eq!(s.append(data).unwrap(), data.len());
         s.finish().unwrap()
-    };
-    summary
+    }
 }
 
 /// The store's bytes, read back by zarrs (which decodes on the CPU).
