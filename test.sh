@@ -20,6 +20,7 @@ venv=$root/.venv
 test_tools=(
     maturin          # builds the Python package from crates/python
     pytest
+    hypothesis       # property tests over random inputs (the swizzle tests)
     numpy
     zarr             # the independent reader every stored byte is checked with
     nvidia-cutlass   # pycute, the reference the algebra's Python tests compare with
