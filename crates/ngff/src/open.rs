@@ -69,11 +69,9 @@ pub fn open_ngff(
             dimension_names: Some(names.clone()),
             ..zarr.clone()
         };
-        Ok(Box::new(group.root().level(
-            &k.to_string(),
-            options,
-            chain.level(k),
-        )))
+        Ok(Box::new(
+            ZarrSink::in_root(group.root(), &k.to_string(), options).chained(chain.level(k)),
+        ))
     })
     .and_then(|stream| group.put_metadata(&metadata).map(|()| stream));
     if opened.is_err() {

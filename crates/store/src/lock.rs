@@ -262,7 +262,7 @@ pub(crate) struct ObjectLock {
 /// The error of a request about the lock object, explained as every S3
 /// request's is (refused credentials named, one line).
 fn request_error(url: &Path, doing: &str, e: object_store::Error) -> StreamError {
-    crate::error::store_error(url, doing, crate::object::explain(e))
+    crate::error::store_error(url, doing, crate::retry::explain(e))
 }
 
 impl ObjectLock {

@@ -17,6 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::error::DestError;
 use object_store::client::{
     HttpClient, HttpConnector, HttpError, HttpErrorKind, HttpRequest, HttpResponse, HttpService,
     ReqwestConnector,
@@ -393,4 +394,39 @@ fn gave_up(budget: &Budget, last: &Failure, tries: usize, started: Instant) -> H
         last.what
     );
     HttpError::new(last.kind, std::io::Error::other(text))
+}
+
+/// What the server said, as one line (its XML answer cut to its code and
+/// message), saying what to change where it refused the credentials.
+pub(crate) fn explain(e: object_store::Error) -> DestError {
+    use object_store::Error as E;
+    let denied = matches!(e, E::PermissionDenied { .. } | E::Unauthenticated { .. });
+    let text = e.to_string();
+    let said = server_said(&text);
+    let mut line = match text.find("<?xml").or_else(|| text.find("<Error>")) {
+        Some(at) => text[..at].trim_end().trim_end_matches(':').to_owned(),
+        None => text.clone(),
+    };
+    if let Some(said) = &said {
+        line = format!("{line}; {said}");
+    }
+    let line = line.split_whitespace().collect::<Vec<_>>().join(" ");
+    let credentials = [
+        "InvalidAccessKeyId",
+        "SignatureDoesNotMatch",
+        "AccessDenied",
+        "ExpiredToken",
+        "InvalidToken",
+        "InvalidSecurity",
+    ];
+    let refused = denied
+        || text.contains("403 Forbidden")
+        || text.contains("401 Unauthorized")
+        || credentials
+            .iter()
+            .any(|c| text.contains(&format!("<Code>{c}</Code>")));
+    match refused {
+        true => format!("the server refused the credentials (check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN and the bucket's policy): {line}").into(),
+        false => line.into(),
+    }
 }

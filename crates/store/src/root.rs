@@ -8,10 +8,8 @@ use std::path::{Path, PathBuf};
 
 use retile_plan::StreamError;
 
-use crate::chain::ChainLink;
 use crate::dest::Dest;
 use crate::options::ZarrOptions;
-use crate::zarr::ZarrSink;
 
 /// The root of a stream's store, locked while a clone of it (or of an
 /// array sink made in it) lives.
@@ -48,31 +46,6 @@ impl StoreRoot {
     /// Where the store is.
     pub fn path(&self) -> &Path {
         self.dest.name()
-    }
-
-    /// A sink writing the array at `key` under the root (`""`: the root
-    /// itself), with `options`' codec, shards and the rest (its path and
-    /// `overwrite` are the root's).
-    pub fn array(&self, key: &str, options: ZarrOptions) -> ZarrSink {
-        let path = match key {
-            "" => self.path().to_owned(),
-            key => self.path().join(key),
-        };
-        ZarrSink::within(
-            self.clone(),
-            key,
-            ZarrOptions {
-                path,
-                overwrite: false,
-                ..options
-            },
-        )
-    }
-
-    /// [`StoreRoot::array`] as level `link.index()` of a pyramid, whose
-    /// claims never go beyond its parent level's.
-    pub fn level(&self, key: &str, options: ZarrOptions, link: ChainLink) -> ZarrSink {
-        self.array(key, options).chained(link)
     }
 
     /// The destination of the array at `key` (made ready: new and empty).

@@ -71,12 +71,31 @@ impl ZarrSink {
         }
     }
 
-    /// A sink writing the array at `key` in `root` (made by
-    /// [`StoreRoot::array`]).
-    pub(crate) fn within(root: StoreRoot, key: &str, options: ZarrOptions) -> ZarrSink {
+    /// A sink writing the array at `key` under `root` (`""`: the root
+    /// itself), with `options`' codec, shards and the rest (its path and
+    /// `overwrite` are the root's); the root stays locked while the sink
+    /// lives.
+    ///
+    /// ```
+    /// use retile_store::{StoreRoot, ZarrOptions, ZarrSink};
+    /// let dir = std::env::temp_dir().join(format!("retile-in-root-doc-{}", std::process::id()));
+    /// let root = StoreRoot::open(&ZarrOptions { path: dir.clone(), overwrite: true, ..Default::default() })?;
+    /// let level0 = ZarrSink::in_root(&root, "0", ZarrOptions::default());
+    /// # drop(level0); drop(root); std::fs::remove_dir_all(&dir).ok();
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
+    pub fn in_root(root: &StoreRoot, key: &str, options: ZarrOptions) -> ZarrSink {
+        let path = match key {
+            "" => root.path().to_owned(),
+            key => root.path().join(key),
+        };
         ZarrSink {
-            within: Some((root, key.to_owned())),
-            ..ZarrSink::new(options)
+            within: Some((root.clone(), key.to_owned())),
+            ..ZarrSink::new(ZarrOptions {
+                path,
+                overwrite: false,
+                ..options
+            })
         }
     }
 
