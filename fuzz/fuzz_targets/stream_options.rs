@@ -15,9 +15,9 @@ use std::time::Duration;
 
 use libfuzzer_sys::fuzz_target;
 use retile_stream::{
-    default_axes, open_output, Axis, Backend, Codec, DType, Method, NgffOptions, Output,
+    default_axes, open_output, Axis, Backend, Codec, CodecOn, DType, Method, NgffOptions, Output,
     PyramidOptions, S3Options, Shuffle, StorePath, StreamDType, StreamPlan, StreamSpec,
-    ZarrOptions,
+    SyncPolicy, ZarrOptions,
 };
 
 /// Reads the fuzzer's bytes as small numbers, flags and short strings.
@@ -238,6 +238,10 @@ fuzz_target!(|data: &[u8]| {
     if bytes > 1 << 16 {
         return;
     }
+    // `sync=` as the binding parses it: "end", "rows", or the fuzzer's text
+    let Ok(sync) = input.pick(&["end", "rows"]).parse::<SyncPolicy>() else {
+        return;
+    };
     let output = Output {
         zarr: Some(ZarrOptions {
             path: path.clone(),
@@ -249,6 +253,8 @@ fuzz_target!(|data: &[u8]| {
             writers: writers.map(|w| if (9..=256).contains(&w) { 8 } else { w }),
             overwrite: false,
             s3,
+            sync,
+            codec_on: CodecOn::default(),
         }),
         pyramid,
         ngff: ngff_options,
