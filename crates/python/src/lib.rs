@@ -6,6 +6,7 @@ use pyo3::prelude::*;
 mod banks;
 mod calc;
 mod layout;
+mod rechunk;
 mod stream;
 
 /// The native module; import `retile` instead.
@@ -16,5 +17,6 @@ fn _retile(m: &Bound<'_, PyModule>) -> PyResult<()> {
     layout::register(m)?;
     banks::register(m)?;
     calc::register(m)?;
+    rechunk::register(m)?;
     Ok(())
 }

@@ -17,6 +17,27 @@ use retile_stream::{
     Summary, SyncPolicy, ZarrOptions,
 };
 
+/// The pyramid of the `pyramid`, `levels` and `downsample` arguments
+/// (`None`: no pyramid; `levels` or `downsample` without a method is an
+/// error).
+pub(crate) fn pyramid_options(
+    pyramid: Option<&str>,
+    levels: Option<usize>,
+    downsample: Option<Vec<bool>>,
+) -> PyResult<Option<PyramidOptions>> {
+    match pyramid {
+        Some(method) => Ok(Some(PyramidOptions {
+            method: method.parse::<Method>().map_err(stream_err)?,
+            downsample,
+            levels,
+        })),
+        None if levels.is_some() || downsample.is_some() => Err(PyValueError::new_err(
+            "levels and downsample take effect only with pyramid='mean' (or min, max, decimate, median)",
+        )),
+        None => Ok(None),
+    }
+}
+
 /// A stream error as the Python exception of its kind, with the same one-line message.
 pub fn stream_err(e: StreamError) -> PyErr {
     let message = e.to_string();
@@ -277,7 +298,7 @@ fn _finish_live_streams(py: Python<'_>) {
     }
 }
 
-fn summary_dict<'py>(py: Python<'py>, s: &Summary) -> PyResult<Bound<'py, PyDict>> {
+pub(crate) fn summary_dict<'py>(py: Python<'py>, s: &Summary) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("bytes", s.bytes)?;
     d.set_item("planes", s.planes)?;
@@ -389,19 +410,7 @@ impl Stream {
                 )))
             }
         };
-        let pyramid = match pyramid {
-            Some(method) => Some(PyramidOptions {
-                method: method.parse::<Method>().map_err(stream_err)?,
-                downsample,
-                levels,
-            }),
-            None if levels.is_some() || downsample.is_some() => {
-                return Err(PyValueError::new_err(
-                    "levels and downsample take effect only with pyramid='mean' (or min, max, decimate, median)",
-                ))
-            }
-            None => None,
-        };
+        let pyramid = pyramid_options(pyramid, levels, downsample)?;
         let is_ngff = ngff || pyramid.is_some();
         let rank = spec.shape().len();
         let output = match output {
