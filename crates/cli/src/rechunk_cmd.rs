@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 use retile_rechunk::{rechunk, Rechunk, ZarrSource};
-use retile_stream::{Backend, Codec, Output, ZarrOptions};
+use retile_stream::{Backend, Codec, Output, S3Options, ZarrOptions};
 
 use crate::error::CliError;
 use crate::stream_cmd::{parse_bytes, parse_list, progress_bar, Dims, PyramidArgs};
@@ -15,7 +15,7 @@ use crate::stream_cmd::{parse_bytes, parse_list, progress_bar, Dims, PyramidArgs
 /// Arguments of `retile rechunk`.
 #[derive(Args)]
 pub struct RechunkArgs {
-    /// The Zarr array to read (v2 or v3, a local directory).
+    /// The Zarr array to read (v2 or v3): a directory, or s3://BUCKET/PREFIX.
     src: PathBuf,
     /// The new store (a directory, or s3://BUCKET/PREFIX).
     dst: PathBuf,
@@ -38,6 +38,9 @@ pub struct RechunkArgs {
     /// Replace a Zarr store already at DST.
     #[arg(long)]
     overwrite: bool,
+    /// Allow plain-HTTP S3 endpoints (a local server), for SRC and DST.
+    #[arg(long)]
+    allow_http: bool,
     /// Worker threads (0: one per core).
     #[arg(long, default_value_t = 0)]
     threads: usize,
@@ -45,7 +48,11 @@ pub struct RechunkArgs {
 
 /// Runs `retile rechunk`.
 pub fn run(args: &RechunkArgs) -> Result<ExitCode, CliError> {
-    let source = ZarrSource::open(&args.src).map_err(|e| e.to_string())?;
+    let s3 = S3Options {
+        allow_http: args.allow_http,
+        ..Default::default()
+    };
+    let source = ZarrSource::open(&args.src, &s3).map_err(|e| e.to_string())?;
     let pyramid = args.pyramid.options()?;
     let job = Rechunk {
         tile: args.tile.0.clone(),
@@ -55,6 +62,7 @@ pub fn run(args: &RechunkArgs) -> Result<ExitCode, CliError> {
                 codec: args.codec.parse::<Codec>()?,
                 shard: args.shard.as_ref().map(|d| d.0.clone()),
                 overwrite: args.overwrite,
+                s3,
                 ..Default::default()
             }),
             ngff: None,

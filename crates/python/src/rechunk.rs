@@ -8,7 +8,7 @@ use pyo3::exceptions::{PyMemoryError, PyNotImplementedError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use retile_rechunk::{rechunk as retile_array, Rechunk, RechunkError, ZarrSource};
-use retile_stream::{Backend, Codec, Output, ZarrOptions};
+use retile_stream::{Backend, Codec, Output, S3Options, ZarrOptions};
 
 use crate::stream::{pyramid_options, stream_err, summary_dict};
 
@@ -22,13 +22,14 @@ fn rechunk_err(e: RechunkError) -> PyErr {
     }
 }
 
-/// Re-tiles the Zarr array at `src` (v2 or v3, a local directory) into a
-/// new store at `dst` (a directory or `s3://BUCKET/PREFIX`) with chunks
+/// Re-tiles the Zarr array at `src` (v2 or v3: a directory, or
+/// `s3://BUCKET/PREFIX`) into a new store at `dst` (the same kinds) with chunks
 /// `tile`, written as `retile.Stream` writes one; returns its summary.
 /// `memory` bounds the bytes used (the new array's tile buffers and two
 /// slabs of the source's chunks along the first dimension): a source whose
 /// chunks are too deep for it is refused with a `MemoryError` naming the
-/// figure it needs.
+/// figure it needs. `allow_http` and `s3_config` configure S3 (both
+/// paths) as for `retile.Stream`.
 ///
 /// >>> import numpy as np, retile, tempfile, os
 /// >>> d = tempfile.mkdtemp()
@@ -37,7 +38,7 @@ fn rechunk_err(e: RechunkError) -> PyErr {
 /// >>> retile.rechunk(os.path.join(d, "a.zarr"), os.path.join(d, "b.zarr"), tile=(1, 6))["planes"]
 /// 4
 #[pyfunction]
-#[pyo3(signature = (src, dst, tile, shard=None, codec="none", pyramid=None, levels=None, downsample=None, memory=None, client=None, overwrite=false, threads=0))]
+#[pyo3(signature = (src, dst, tile, shard=None, codec="none", pyramid=None, levels=None, downsample=None, memory=None, client=None, overwrite=false, threads=0, allow_http=false, s3_config=None))]
 #[allow(clippy::too_many_arguments)]
 fn rechunk<'py>(
     py: Python<'py>,
@@ -53,13 +54,20 @@ fn rechunk<'py>(
     client: Option<&Bound<'py, PyAny>>,
     overwrite: bool,
     threads: usize,
+    allow_http: bool,
+    s3_config: Option<std::collections::BTreeMap<String, String>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     if client.is_some() {
         return Err(PyNotImplementedError::new_err(
             "rechunk on a Dask cluster (client=) is not built yet; leave client out to use every core of this machine",
         ));
     }
-    let source = ZarrSource::open(&src).map_err(rechunk_err)?;
+    let s3 = S3Options {
+        allow_http,
+        config: s3_config.unwrap_or_default().into_iter().collect(),
+        ..Default::default()
+    };
+    let source = ZarrSource::open(&src, &s3).map_err(rechunk_err)?;
     let job = Rechunk {
         tile,
         output: Output {
@@ -68,6 +76,7 @@ fn rechunk<'py>(
                 codec: codec.parse::<Codec>().map_err(stream_err)?,
                 shard,
                 overwrite,
+                s3,
                 ..Default::default()
             }),
             pyramid: pyramid_options(pyramid, levels, downsample)?,

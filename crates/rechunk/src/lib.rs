@@ -21,7 +21,7 @@
 //! s.append(&(0..24).collect::<Vec<u8>>())?;
 //! s.finish()?;
 //! // re-tiled into chunks 2x4
-//! let source = ZarrSource::open(&first)?;
+//! let source = ZarrSource::open(&first, &Default::default())?;
 //! let second = dir.path().join("second.zarr");
 //! let job = Rechunk {
 //!     tile: vec![2, 4],
@@ -31,7 +31,7 @@
 //! };
 //! let summary = rechunk(&source, &job, |_| {})?;
 //! assert_eq!(summary.planes, 6);
-//! assert_eq!(ZarrSource::open(&second)?.read(0..6)?, (0..24).collect::<Vec<u8>>());
+//! assert_eq!(ZarrSource::open(&second, &Default::default())?.read(0..6)?, (0..24).collect::<Vec<u8>>());
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 

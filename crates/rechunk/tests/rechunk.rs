@@ -71,7 +71,7 @@ proptest! {
         let data: Vec<u16> = (0..n).map(|i| (i * 7 + 3) as u16).collect();
         let (src, dst) = (dir.path().join("src.zarr"), dir.path().join("dst.zarr"));
         write(&src, &shape, &first, &data);
-        let source = ZarrSource::open(&src).unwrap();
+        let source = ZarrSource::open(&src, &Default::default()).unwrap();
         prop_assert_eq!(source.shape(), &shape[..]);
         // a limit that holds the stream and two slabs of one source chunk
         let memory = limited.then_some(1 << 20);
@@ -79,7 +79,7 @@ proptest! {
         let summary = rechunk(&source, &job(&dst, second.clone(), Some(shard), memory), |b| taken += b).unwrap();
         prop_assert_eq!(summary.planes, shape[0]);
         prop_assert_eq!(taken, n * 2);
-        let back = ZarrSource::open(&dst).unwrap().read(0..shape[0]).unwrap();
+        let back = ZarrSource::open(&dst, &Default::default()).unwrap().read(0..shape[0]).unwrap();
         let expected: Vec<u8> = data.iter().flat_map(|v| v.to_le_bytes()).collect();
         prop_assert_eq!(back, expected);
     }
@@ -91,7 +91,7 @@ fn a_memory_limit_below_the_stream_and_two_chunks_is_refused_with_the_figure() {
     let (src, dst) = (dir.path().join("src.zarr"), dir.path().join("dst.zarr"));
     let data: Vec<u16> = (0..64 * 64 * 8).map(|i| i as u16).collect();
     write(&src, &[8, 64, 64], &[8, 64, 64], &data);
-    let source = ZarrSource::open(&src).unwrap();
+    let source = ZarrSource::open(&src, &Default::default()).unwrap();
     let err = rechunk(
         &source,
         &job(&dst, vec![1, 32, 32], None, Some(4096)),
@@ -110,7 +110,10 @@ fn a_memory_limit_below_the_stream_and_two_chunks_is_refused_with_the_figure() {
 #[test]
 fn a_path_that_is_not_an_array_is_refused_naming_it() {
     let dir = tempfile::tempdir().unwrap();
-    let err = ZarrSource::open(dir.path()).err().unwrap().to_string();
+    let err = ZarrSource::open(dir.path(), &Default::default())
+        .err()
+        .unwrap()
+        .to_string();
     assert!(
         err.contains(&dir.path().display().to_string()) && err.contains("not a Zarr array"),
         "{err}"

@@ -446,6 +446,48 @@ fn sign_payloads(builder: AmazonS3Builder, options: &S3Options) -> AmazonS3Build
     }
 }
 
+/// A client of `bucket` (`url` as the user wrote it, for messages),
+/// configured from the environment and `options` as a store's is (its
+/// settings checked, the endpoint reached), every request retried within
+/// the budget it returns.
+fn client(
+    bucket: &str,
+    url: &Path,
+    options: &S3Options,
+) -> Result<(AmazonS3, Arc<Budget>), StreamError> {
+    let budget = Arc::new(Budget::new(
+        options.retry_timeout,
+        options.backoff,
+        options.cancel.clone(),
+    ));
+    let builder = configure(bucket, options, &budget)?;
+    settings::check(&builder, &options.config)?;
+    check_reachable(&builder, url)?;
+    let builder = sign_payloads(builder, options);
+    let store = builder.build().map_err(|e| StreamError::Store {
+        doing: "configuring the S3 client".into(),
+        path: url.to_owned(),
+        source: explain(e),
+    })?;
+    Ok((store, budget))
+}
+
+/// A client for reading `s3://BUCKET/...` (`url`), configured as a
+/// store's is: the environment's settings, then `options`'s, every request
+/// retried within `options.retry_timeout`. For readers of existing arrays
+/// (re-tiling); a stream's own store makes its client itself.
+///
+/// ```
+/// use retile_store::{s3_client, S3Options};
+/// // a setting that is not one is refused before any request
+/// let options = S3Options { config: vec![("aws_colour".into(), "blue".into())], ..Default::default() };
+/// let err = s3_client("bucket", "s3://bucket/a.zarr".as_ref(), &options).unwrap_err().to_string();
+/// assert!(err.contains("aws_colour"), "{err}");
+/// ```
+pub fn s3_client(bucket: &str, url: &Path, options: &S3Options) -> Result<AmazonS3, StreamError> {
+    client(bucket, url, options).map(|(store, _)| store)
+}
+
 impl Bucket {
     /// A client for the objects under `prefix` in `bucket` (`url` as the
     /// user wrote it, for messages), configured from the environment and
@@ -456,20 +498,7 @@ impl Bucket {
         url: &Path,
         options: &S3Options,
     ) -> Result<Bucket, StreamError> {
-        let budget = Arc::new(Budget::new(
-            options.retry_timeout,
-            options.backoff,
-            options.cancel.clone(),
-        ));
-        let builder = configure(bucket, options, &budget)?;
-        settings::check(&builder, &options.config)?;
-        check_reachable(&builder, url)?;
-        let builder = sign_payloads(builder, options);
-        let store = builder.build().map_err(|e| StreamError::Store {
-            doing: "configuring the S3 client".into(),
-            path: url.to_owned(),
-            source: explain(e),
-        })?;
+        let (store, budget) = client(bucket, url, options)?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(RUNTIME_THREADS)
             .thread_name("retile-s3")
