@@ -55,6 +55,7 @@ fn a_stream_retiled_reads_back_the_pattern_and_too_little_memory_is_refused() {
 
 /// Runs `retile` with `args` to its end; its exit status and its peak
 /// resident memory in bytes (the kernel's count for that child alone).
+#[allow(clippy::zombie_processes)] // reaped by wait4, which clippy does not see
 fn peak_memory(args: &[&str]) -> (i32, u64) {
     let child = Command::new(env!("CARGO_BIN_EXE_retile"))
         .args(args)
