@@ -64,19 +64,35 @@ pub fn open_ngff(
     let names: Vec<String> = axes.iter().map(|a| a.name.clone()).collect();
     // a level never claims planes its parent level has not claimed
     let chain = ClaimChain::new(levels, halve.first().copied().unwrap_or(false));
+    // the user's metadata describes the image: its attributes are the
+    // group's, written with level 0's claims
+    let user = zarr.user.clone();
+    if let Some(user) = &user {
+        user.attach_group(&group, &zarr, metadata.clone());
+    }
     let opened = MultiscaleStream::new(spec, fill, backend, pyramid, |k, _| {
         let options = ZarrOptions {
             dimension_names: Some(names.clone()),
+            user: user.clone().filter(|_| k == 0),
             ..zarr.clone()
         };
         Ok(Box::new(
             ZarrSink::in_root(group.root(), &k.to_string(), options).chained(chain.level(k)),
         ))
     })
-    .and_then(|stream| group.put_metadata(&metadata).map(|()| stream));
+    .and_then(|stream| {
+        match &user {
+            Some(user) => user.put_group(),
+            None => group.put_metadata(&metadata),
+        }
+        .map(|()| stream)
+    });
     if opened.is_err() {
         // a failed start leaves nothing that would refuse the retry
         group.root().abandon();
+        if let Some(user) = &user {
+            user.detach();
+        }
     }
     opened
 }

@@ -26,6 +26,7 @@ use crate::object::{IN_FLIGHT_PARTS, PART_BYTES};
 use crate::options::{SyncPolicy, ZarrOptions, MAX_WRITERS};
 use crate::root::StoreRoot;
 use crate::shard::{index_len, ShardGrid};
+use crate::user::{Attached, UserMetadata};
 use crate::writer::{writer_pool, EpochWriter, WriterSetup};
 
 /// Writes epochs as Zarr v3 chunks or shards; the array's shape grows as
@@ -210,10 +211,13 @@ fn default_writers(codec: Codec) -> usize {
 }
 
 /// Sets the array's first extent to `planes` and replaces `zarr.json`
-/// (`durable`: synced to the disk).
+/// (`durable`: synced to the disk), with the user's metadata as it is now:
+/// the records of the planes claimed written first, the attributes with
+/// the array's `zarr.json` (or its image's, after it).
 fn claim(
     array: &mut Array<MemoryStore>,
     dest: &Dest,
+    user: Option<&UserMetadata>,
     planes: u64,
     durable: bool,
 ) -> Result<(), StreamError> {
@@ -223,10 +227,17 @@ fn claim(
     array
         .set_shape(shape)
         .map_err(|e| store_error(root, "resizing the array", e))?;
+    if let Some(user) = user {
+        user.before_claim(planes, array.attributes_mut(), durable)?;
+    }
     let json = serde_json::to_vec_pretty(array.metadata())
         .map_err(|e| store_error(root, "writing the array metadata", e))?;
     dest.put_metadata("zarr.json", &json, durable)
-        .map_err(|e| store_error(root, "writing the array metadata zarr.json", e))
+        .map_err(|e| store_error(root, "writing the array metadata zarr.json", e))?;
+    match user {
+        Some(user) => user.after_claim(durable),
+        None => Ok(()),
+    }
 }
 
 impl ZarrSink {
@@ -258,11 +269,13 @@ impl ZarrSink {
         // the store's parts in flight shared by the row's open objects
         let parts_in_flight = (IN_FLIGHT_PARTS / open_objects.max(1)).clamp(1, 8);
         let sync_rows = self.options.sync == SyncPolicy::Rows;
-        claim(&mut array, &dest, 0, sync_rows)?;
+        let user = (self.options.user.as_ref()).map(|u| u.attach_array(&dest, &self.options));
+        claim(&mut array, &dest, user.as_ref().map(Attached::user), 0, sync_rows)?;
         let metadata = dest.clone();
         let own: Claim = Box::new(move |planes, claiming| {
             let durable = sync_rows || claiming == Claiming::Last;
-            claim(&mut array, &metadata, planes, durable)
+            let user = user.as_ref().map(Attached::user);
+            claim(&mut array, &metadata, user, planes, durable)
         });
         let claim: Claim = match &self.chain {
             Some(link) => {
