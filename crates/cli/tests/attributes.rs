@@ -41,8 +41,15 @@ fn inline_and_file_attributes_are_the_arrays() {
     let dir = tempfile::tempdir().unwrap();
     let given = json!({"sample": "mouse 7", "stage": {"x": 1.5, "y": [1, 2]}, "ok": true});
     let inline = dir.path().join("inline.zarr");
-    let out = stream(inline.to_str().unwrap(), &["--attributes", &given.to_string()]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = stream(
+        inline.to_str().unwrap(),
+        &["--attributes", &given.to_string()],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(attributes_of_array(&inline), given);
 
     let file = dir.path().join("attrs.json");
@@ -50,7 +57,11 @@ fn inline_and_file_attributes_are_the_arrays() {
     let from_file = dir.path().join("file.zarr");
     let at = format!("@{}", file.display());
     let out = stream(from_file.to_str().unwrap(), &["--attributes", &at]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(attributes_of_array(&from_file), given);
 }
 
@@ -63,7 +74,11 @@ fn an_images_attributes_are_its_groups_beside_ome() {
         path.to_str().unwrap(),
         &["--pyramid", "mean", "--attributes", &given.to_string()],
     );
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let store = Arc::new(FilesystemStore::new(&path).unwrap());
     let group = Group::open(store, "/").unwrap();
     let attributes = group.attributes();
@@ -88,16 +103,31 @@ fn bad_attributes_are_one_line_and_make_nothing() {
         let out = stream(path.to_str().unwrap(), &["--attributes", given]);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{given}: {err}");
-        assert!(err.contains(expected), "{given}: expected '{expected}' in {err}");
+        assert!(
+            err.contains(expected),
+            "{given}: expected '{expected}' in {err}"
+        );
         assert_eq!(err.trim().lines().count(), 1, "{err}");
-        assert!(!path.exists(), "{given}: a refused stream made {}", path.display());
+        assert!(
+            !path.exists(),
+            "{given}: a refused stream made {}",
+            path.display()
+        );
     }
 }
 
 #[test]
 fn attributes_need_an_output() {
     let out = retile(&[
-        "stream", "--shape", "0,8,8", "--planes", "1", "--tile", "1,8,8", "--attributes", "{}",
+        "stream",
+        "--shape",
+        "0,8,8",
+        "--planes",
+        "1",
+        "--tile",
+        "1,8,8",
+        "--attributes",
+        "{}",
     ]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");

@@ -277,10 +277,11 @@ impl State {
             return Ok(());
         };
         let mut document = document.clone();
-        if let Some(attributes) = document
-            .as_object_mut()
-            .and_then(|d| d.entry("attributes").or_insert_with(|| json!({})).as_object_mut())
-        {
+        if let Some(attributes) = document.as_object_mut().and_then(|d| {
+            d.entry("attributes")
+                .or_insert_with(|| json!({}))
+                .as_object_mut()
+        }) {
             attributes.extend(self.attributes.clone());
         }
         let fail = |e| store_error(dest.name(), "writing the group metadata zarr.json", e);
@@ -324,7 +325,9 @@ impl State {
                 .collect();
             sidecar
                 .put_metadata(&chunk.to_string(), &vlen_utf8(&records), durable)
-                .map_err(fail(format!("writing chunk {chunk} of the per-plane metadata")))?;
+                .map_err(fail(format!(
+                    "writing chunk {chunk} of the per-plane metadata"
+                )))?;
         }
         let metadata = serde_json::to_vec_pretty(&frame_array(planes))
             .map_err(|e| fail("writing the per-plane metadata's zarr.json".into())(e.into()))?;
@@ -414,7 +417,10 @@ mod tests {
         let user = UserMetadata::new(json!({"a": 1})).unwrap();
         for key in RESERVED_ATTRIBUTES {
             let e = user.set_attributes(json!({ key: 1, "b": 2 })).unwrap_err();
-            assert!(e.to_string().contains(&format!("'{key}' is retile's own")), "{e}");
+            assert!(
+                e.to_string().contains(&format!("'{key}' is retile's own")),
+                "{e}"
+            );
             assert!(UserMetadata::new(json!({ key: {} })).is_err());
         }
         for bad in [json!([1]), json!("a"), json!(1), json!(null)] {

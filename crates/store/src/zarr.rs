@@ -270,7 +270,13 @@ impl ZarrSink {
         let parts_in_flight = (IN_FLIGHT_PARTS / open_objects.max(1)).clamp(1, 8);
         let sync_rows = self.options.sync == SyncPolicy::Rows;
         let user = (self.options.user.as_ref()).map(|u| u.attach_array(&dest, &self.options));
-        claim(&mut array, &dest, user.as_ref().map(Attached::user), 0, sync_rows)?;
+        claim(
+            &mut array,
+            &dest,
+            user.as_ref().map(Attached::user),
+            0,
+            sync_rows,
+        )?;
         let metadata = dest.clone();
         let own: Claim = Box::new(move |planes, claiming| {
             let durable = sync_rows || claiming == Claiming::Last;
