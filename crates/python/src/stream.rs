@@ -622,7 +622,7 @@ impl Stream {
     }
 
     /// Writes what is left (every complete plane), closes the store and
-    /// returns the summary as a dict (bytes, planes, epochs, tiles, seconds,
+    /// returns the summary as a dict (bytes, planes, skipped_planes, epochs, tiles, seconds,
     /// gigabytes_per_second, scatter_seconds, wait_seconds, sink_seconds,
     /// buffer_bytes, stored_bytes, files, omitted_chunks, encode_seconds,
     /// write_seconds, ...). A second call raises RuntimeError.
