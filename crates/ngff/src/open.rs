@@ -64,35 +64,29 @@ pub fn open_ngff(
     let names: Vec<String> = axes.iter().map(|a| a.name.clone()).collect();
     // a level never claims planes its parent level has not claimed
     let chain = ClaimChain::new(levels, halve.first().copied().unwrap_or(false));
-    // the user's metadata describes the image: its attributes are the
-    // group's, written with level 0's claims
-    let user = zarr.user.clone();
-    if let Some(user) = &user {
-        user.attach_group(&group, &zarr, metadata.clone());
-    }
     let opened = MultiscaleStream::new(spec, fill, backend, pyramid, |k, _| {
+        // the user's metadata describes the image: level 0's claims write it
         let options = ZarrOptions {
             dimension_names: Some(names.clone()),
-            user: user.clone().filter(|_| k == 0),
+            user: zarr.user.clone().filter(|_| k == 0),
             ..zarr.clone()
         };
-        Ok(Box::new(
-            ZarrSink::in_root(group.root(), &k.to_string(), options).chained(chain.level(k)),
-        ))
+        let sink = ZarrSink::in_root(group.root(), &k.to_string(), options).chained(chain.level(k));
+        Ok(Box::new(match k {
+            0 => sink.describing_image(&group, metadata.clone()),
+            _ => sink,
+        }))
     })
     .and_then(|stream| {
-        match &user {
-            Some(user) => user.put_group(),
-            None => group.put_metadata(&metadata),
-        }
-        .map(|()| stream)
+        let document = match &zarr.user {
+            Some(user) => user.written_into(&metadata),
+            None => metadata.clone(),
+        };
+        group.put_metadata(&document).map(|()| stream)
     });
     if opened.is_err() {
         // a failed start leaves nothing that would refuse the retry
         group.root().abandon();
-        if let Some(user) = &user {
-            user.detach();
-        }
     }
     opened
 }

@@ -46,6 +46,7 @@ mod group;
 mod lock;
 mod object;
 mod options;
+mod records;
 mod retry;
 mod root;
 mod settings;

@@ -1,21 +1,15 @@
 //! What a stream's user says about an array besides its elements: its
 //! attributes (the `attributes` of the node's `zarr.json`, beside retile's
 //! own keys) and a record for each plane (the 1-D string array
-//! [`FRAME_METADATA`] inside the node). Both are kept until the next claim
-//! of the array's planes, which writes them: the attributes with the
-//! claim's `zarr.json`, the records of exactly the planes it claims.
+//! [`FRAME_METADATA`] inside the node), held until the array's claims
+//! write them (`crate::records`).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use retile_plan::StreamError;
-
-use crate::dest::Dest;
-use crate::error::store_error;
-use crate::group::Group;
-use crate::options::ZarrOptions;
 
 /// Attribute keys retile writes itself, which user attributes may not use:
 /// `ome` holds an OME-Zarr image's metadata; `retile` is kept for retile's
@@ -34,7 +28,7 @@ pub const FRAME_CHUNK: u64 = 1024;
 
 /// The user's metadata of one array (or image), shared by the stream's
 /// user, who sets it, and the array's sink, which writes it with its
-/// claims; clones share it.
+/// claims; clones share it. It holds no part of the store.
 ///
 /// ```
 /// use retile_store::UserMetadata;
@@ -59,21 +53,9 @@ struct State {
     changed: bool,
     /// Records not yet written in a whole chunk: plane -> JSON text.
     frames: BTreeMap<u64, Arc<str>>,
-    /// Where the metadata goes, once a sink or an image took it.
-    node: Option<Node>,
-    /// The records' array, once made.
-    sidecar: Option<Dest>,
-    /// Planes the records' array claims.
-    claimed: u64,
-}
-
-/// The node the metadata describes.
-struct Node {
-    dest: Dest,
-    options: ZarrOptions,
-    /// An OME-Zarr image's group: its `zarr.json` without the user's
-    /// attributes (`None`: the array's own `zarr.json` holds them).
-    group: Option<Value>,
+    /// Planes below this are written in whole chunks for good: a record
+    /// of one is dropped.
+    settled: u64,
 }
 
 impl std::fmt::Debug for UserMetadata {
@@ -152,6 +134,33 @@ impl UserMetadata {
         self.lock().attributes.clone()
     }
 
+    /// `document` (a node's `zarr.json`) with the attributes as they are
+    /// now put in its `attributes`, beside the keys it has.
+    ///
+    /// ```
+    /// use retile_store::UserMetadata;
+    /// use serde_json::json;
+    /// let user = UserMetadata::new(json!({"sample": "m7"}))?;
+    /// let group = json!({"node_type": "group", "attributes": {"ome": {"version": "0.5"}}});
+    /// let written = user.written_into(&group);
+    /// assert_eq!(written["attributes"]["ome"]["version"], "0.5");
+    /// assert_eq!(written["attributes"]["sample"], "m7");
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
+    pub fn written_into(&self, document: &Value) -> Value {
+        let mut document = document.clone();
+        let mut state = self.lock();
+        if let Some(attributes) = document.as_object_mut().and_then(|d| {
+            d.entry("attributes")
+                .or_insert_with(|| Value::Object(Map::new()))
+                .as_object_mut()
+        }) {
+            attributes.extend(state.attributes.clone());
+        }
+        state.changed = false;
+        document
+    }
+
     /// Records `metadata` (a JSON object) for the `planes` planes from
     /// plane `first` on; written with the claim that claims them. A plane
     /// recorded twice keeps the last record.
@@ -165,209 +174,42 @@ impl UserMetadata {
         let text: Arc<str> = metadata.to_string().into();
         let mut state = self.lock();
         let end = first.saturating_add(planes);
-        for plane in first.max(state.claimed)..end {
+        for plane in first.max(state.settled)..end {
             state.frames.insert(plane, text.clone());
         }
         Ok(())
     }
 
-    /// Makes the metadata an OME-Zarr image's: the attributes go in the
-    /// image group's `zarr.json` (`document` is that without them), the
-    /// records in the group. Nothing is written until
-    /// [`UserMetadata::put_group`].
-    pub fn attach_group(&self, group: &Group, options: &ZarrOptions, document: Value) {
+    /// The attributes, if they changed since they were last taken (or
+    /// written into a document).
+    pub(crate) fn take_changed(&self) -> Option<Map<String, Value>> {
         let mut state = self.lock();
-        state.node = Some(Node {
-            dest: group.root().dest().clone(),
-            options: ZarrOptions {
-                user: None,
-                ..options.clone()
-            },
-            group: Some(document),
-        });
-        state.changed = false;
+        std::mem::take(&mut state.changed).then(|| state.attributes.clone())
     }
 
-    /// Lets go of the store the metadata was attached to (and so of its
-    /// lock): called when the stream's store is closed or its start
-    /// failed. Nothing more is written.
-    pub fn detach(&self) {
+    /// Whether any plane has a record not yet settled.
+    pub(crate) fn has_records(&self) -> bool {
+        !self.lock().frames.is_empty()
+    }
+
+    /// The records of planes `start..start + count` (`""` for none; none
+    /// past `end`).
+    pub(crate) fn records(&self, start: u64, count: u64, end: u64) -> Vec<Arc<str>> {
+        let state = self.lock();
+        (start..start + count)
+            .map(|p| match p < end {
+                true => state.frames.get(&p).cloned().unwrap_or_else(|| "".into()),
+                false => "".into(),
+            })
+            .collect()
+    }
+
+    /// Forgets the records of planes below `plane`: written for good.
+    pub(crate) fn settle(&self, plane: u64) {
         let mut state = self.lock();
-        state.node = None;
-        state.sidecar = None;
+        state.frames = state.frames.split_off(&plane);
+        state.settled = state.settled.max(plane);
     }
-
-    /// Writes the image group's `zarr.json` with the attributes as they
-    /// are now (see [`UserMetadata::attach_group`]).
-    pub fn put_group(&self) -> Result<(), StreamError> {
-        let mut state = self.lock();
-        state.put_group(true)
-    }
-
-    /// Makes the metadata the array's at `dest`, unless an image took it;
-    /// the store is let go of when what this returns is dropped.
-    pub(crate) fn attach_array(&self, dest: &Dest, options: &ZarrOptions) -> Attached {
-        let mut state = self.lock();
-        state.node.get_or_insert_with(|| Node {
-            dest: dest.clone(),
-            options: ZarrOptions {
-                user: None,
-                ..options.clone()
-            },
-            group: None,
-        });
-        Attached(self.clone())
-    }
-
-    /// Before a claim of `planes` planes replaces the array's `zarr.json`
-    /// (whose attributes are `attributes`): the records of the planes it
-    /// claims are written, and the user's attributes put in `attributes`
-    /// when they are the array's own.
-    pub(crate) fn before_claim(
-        &self,
-        planes: u64,
-        attributes: &mut Map<String, Value>,
-        durable: bool,
-    ) -> Result<(), StreamError> {
-        let mut state = self.lock();
-        state.write_frames(planes, durable)?;
-        if state.node.as_ref().is_some_and(|n| n.group.is_none()) {
-            attributes.extend(state.attributes.clone());
-            state.changed = false;
-        }
-        Ok(())
-    }
-
-    /// After the claim: an image's group `zarr.json` is replaced when the
-    /// attributes changed.
-    pub(crate) fn after_claim(&self, durable: bool) -> Result<(), StreamError> {
-        let mut state = self.lock();
-        match state.changed && state.node.as_ref().is_some_and(|n| n.group.is_some()) {
-            true => state.put_group(durable),
-            false => Ok(()),
-        }
-    }
-}
-
-/// User metadata attached to an array's sink: detached when the sink's
-/// claims end.
-pub(crate) struct Attached(UserMetadata);
-
-impl Attached {
-    /// The metadata.
-    pub(crate) fn user(&self) -> &UserMetadata {
-        &self.0
-    }
-}
-
-impl Drop for Attached {
-    fn drop(&mut self) {
-        self.0.detach();
-    }
-}
-
-impl State {
-    fn put_group(&mut self, durable: bool) -> Result<(), StreamError> {
-        let Some(Node {
-            dest,
-            group: Some(document),
-            ..
-        }) = &self.node
-        else {
-            return Ok(());
-        };
-        let mut document = document.clone();
-        if let Some(attributes) = document.as_object_mut().and_then(|d| {
-            d.entry("attributes")
-                .or_insert_with(|| json!({}))
-                .as_object_mut()
-        }) {
-            attributes.extend(self.attributes.clone());
-        }
-        let fail = |e| store_error(dest.name(), "writing the group metadata zarr.json", e);
-        let bytes = serde_json::to_vec_pretty(&document).map_err(|e| fail(e.into()))?;
-        dest.put_metadata("zarr.json", &bytes, durable)
-            .map_err(fail)?;
-        self.changed = false;
-        Ok(())
-    }
-
-    /// Writes the records of planes `claimed..planes` into the records'
-    /// array (made at the first claim that has a record), then its
-    /// `zarr.json` claiming `planes`.
-    fn write_frames(&mut self, planes: u64, durable: bool) -> Result<(), StreamError> {
-        if planes <= self.claimed || (self.sidecar.is_none() && self.frames.is_empty()) {
-            return Ok(());
-        }
-        let sidecar = match &self.sidecar {
-            Some(dest) => dest.clone(),
-            None => {
-                let node = self.node.as_ref().ok_or_else(|| {
-                    StreamError::Sink("per-plane metadata has no array to go with".into())
-                })?;
-                let dest = node.dest.within(FRAME_METADATA, &node.options)?;
-                self.sidecar = Some(dest.clone());
-                dest
-            }
-        };
-        let fail = |doing: String| {
-            let name = sidecar.name().to_owned();
-            move |e| store_error(&name, &doing, e)
-        };
-        for chunk in self.claimed / FRAME_CHUNK..planes.div_ceil(FRAME_CHUNK) {
-            let start = chunk * FRAME_CHUNK;
-            let end = (start + FRAME_CHUNK).min(planes);
-            let records: Vec<&str> = (start..start + FRAME_CHUNK)
-                .map(|p| match p < end {
-                    true => self.frames.get(&p).map_or("", |t| t),
-                    false => "",
-                })
-                .collect();
-            sidecar
-                .put_metadata(&chunk.to_string(), &vlen_utf8(&records), durable)
-                .map_err(fail(format!(
-                    "writing chunk {chunk} of the per-plane metadata"
-                )))?;
-        }
-        let metadata = serde_json::to_vec_pretty(&frame_array(planes))
-            .map_err(|e| fail("writing the per-plane metadata's zarr.json".into())(e.into()))?;
-        sidecar
-            .put_metadata("zarr.json", &metadata, durable)
-            .map_err(fail("writing the per-plane metadata's zarr.json".into()))?;
-        self.claimed = planes;
-        // the records of whole chunks are written for good
-        let kept = planes / FRAME_CHUNK * FRAME_CHUNK;
-        self.frames = self.frames.split_off(&kept);
-        Ok(())
-    }
-}
-
-/// The `zarr.json` of the records' array, `planes` long.
-fn frame_array(planes: u64) -> Value {
-    json!({
-        "zarr_format": 3,
-        "node_type": "array",
-        "shape": [planes],
-        "data_type": "string",
-        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [FRAME_CHUNK]}},
-        "chunk_key_encoding": {"name": "v2", "configuration": {"separator": "."}},
-        "fill_value": "",
-        "codecs": [{"name": "vlen-utf8", "configuration": {}}],
-        "attributes": {},
-    })
-}
-
-/// `records` as Zarr's `vlen-utf8` codec stores them: their count, then
-/// each one's length and bytes (lengths little-endian `u32`).
-fn vlen_utf8(records: &[&str]) -> Vec<u8> {
-    let total: usize = records.iter().map(|r| 4 + r.len()).sum();
-    let mut bytes = Vec::with_capacity(4 + total);
-    bytes.extend_from_slice(&(records.len() as u32).to_le_bytes());
-    for record in records {
-        bytes.extend_from_slice(&(record.len() as u32).to_le_bytes());
-        bytes.extend_from_slice(record.as_bytes());
-    }
-    bytes
 }
 
 #[cfg(test)]
@@ -375,28 +217,7 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// The records `vlen-utf8` bytes hold, decoded independently of the encoder.
-    fn decode(bytes: &[u8]) -> Vec<String> {
-        let word = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
-        let mut at = 4;
-        (0..word(0))
-            .map(|_| {
-                let len = word(at);
-                let text = String::from_utf8(bytes[at + 4..at + 4 + len].to_vec()).unwrap();
-                at += 4 + len;
-                text
-            })
-            .collect()
-    }
-
     proptest! {
-        #[test]
-        fn vlen_utf8_round_trips(records in proptest::collection::vec(".{0,40}", 0..20)) {
-            let refs: Vec<&str> = records.iter().map(String::as_str).collect();
-            let bytes = vlen_utf8(&refs);
-            prop_assert_eq!(decode(&bytes), records);
-        }
-
         #[test]
         fn attributes_update_like_a_dict(
             first in proptest::collection::btree_map("[a-z]{1,3}", 0i64..9, 0..6),
@@ -429,37 +250,5 @@ mod tests {
             assert!(user.record(0, 1, &bad).is_err());
         }
         assert_eq!(Value::Object(user.attributes()), json!({"a": 1}));
-    }
-
-    #[test]
-    fn records_are_written_with_their_claims_and_whole_chunks_forgotten() {
-        let dir = tempfile::tempdir().unwrap();
-        let options = ZarrOptions {
-            path: dir.path().join("a.zarr"),
-            ..Default::default()
-        };
-        let dest = Dest::prepare(&options.path, &options).unwrap();
-        let user = UserMetadata::default();
-        let _attached = user.attach_array(&dest, &options);
-        let planes = FRAME_CHUNK + 5;
-        user.record(0, planes, &json!({"k": "v"})).unwrap();
-        user.record(3, 1, &json!({"k": 3})).unwrap();
-        let mut attributes = Map::new();
-        user.before_claim(2, &mut attributes, false).unwrap();
-        let sidecar = options.path.join(FRAME_METADATA);
-        let chunk0 = decode(&std::fs::read(sidecar.join("0")).unwrap());
-        assert_eq!(chunk0.len() as u64, FRAME_CHUNK);
-        assert_eq!(chunk0[..3], [r#"{"k":"v"}"#, r#"{"k":"v"}"#, ""]);
-        user.before_claim(planes, &mut attributes, false).unwrap();
-        let chunk0 = decode(&std::fs::read(sidecar.join("0")).unwrap());
-        assert_eq!(chunk0[3], r#"{"k":3}"#);
-        let chunk1 = decode(&std::fs::read(sidecar.join("1")).unwrap());
-        assert_eq!(chunk1[4], r#"{"k":"v"}"#);
-        assert_eq!(chunk1[5], "");
-        let meta: Value =
-            serde_json::from_slice(&std::fs::read(sidecar.join("zarr.json")).unwrap()).unwrap();
-        assert_eq!(meta["shape"], json!([planes]));
-        // only the last, partly claimed chunk's records are kept
-        assert_eq!(user.lock().frames.len(), 5);
     }
 }
