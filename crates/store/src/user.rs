@@ -216,6 +216,7 @@ impl UserMetadata {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use serde_json::json;
 
     proptest! {
         #[test]
