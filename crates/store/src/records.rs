@@ -119,8 +119,12 @@ impl MetadataWriter {
         let doing = "writing the per-plane metadata's zarr.json";
         let metadata = serde_json::to_vec_pretty(&records_array(planes))
             .map_err(|e| fail(doing.into())(e.into()))?;
+        // in S3 the records' array is a store of its own, whose puts are
+        // not ordered with the array's: its claim is stored before the
+        // array's is put, so that it is never behind
+        let wait = durable || sidecar.is_object_store();
         sidecar
-            .put_metadata("zarr.json", &metadata, durable)
+            .put_metadata("zarr.json", &metadata, wait)
             .map_err(fail(doing.into()))?;
         self.claimed = planes;
         // the records of whole chunks are written for good
