@@ -3,7 +3,7 @@
 //! what is not a JSON object, or uses a key of retile's own, refused with
 //! one line and nothing made.
 
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 use std::sync::Arc;
 
 use serde_json::{json, Value};
@@ -11,13 +11,8 @@ use zarrs::array::Array;
 use zarrs::filesystem::FilesystemStore;
 use zarrs::group::Group;
 
-fn retile(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_retile"))
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
-}
+mod common;
+use common::retile;
 
 /// `retile stream` of 5 synthetic u16 planes of 8x8 into `path`, with `extra`.
 fn stream(path: &str, extra: &[&str]) -> Output {
