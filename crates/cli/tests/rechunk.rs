@@ -4,6 +4,8 @@
 //! with the figure, nothing made; the peak memory of a re-tiling within
 //! its limit plus a fixed overhead, measured.
 
+use std::process::{Command, Stdio};
+
 mod common;
 use common::{planes_holding_the_pattern, retile};
 
