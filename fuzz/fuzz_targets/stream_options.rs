@@ -255,6 +255,7 @@ fuzz_target!(|data: &[u8]| {
             s3,
             sync,
             codec_on: CodecOn::default(),
+            user: None,
         }),
         pyramid,
         ngff: ngff_options,

@@ -14,7 +14,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use retile_stream::{
     default_axes, open_output, Axis, Backend, Codec, CodecOn, DType, Method, MultiscaleStream,
     NgffOptions, Output, PyramidOptions, S3Options, S3Traffic, Shuffle, StreamDType, StreamError,
-    StreamPlan, StreamSpec, Summary, SyncPolicy, ZarrOptions,
+    StreamPlan, StreamSpec, Summary, SyncPolicy, UserMetadata, ZarrOptions,
 };
 
 /// The stream's shape, tile and element type.
@@ -191,6 +191,11 @@ pub struct StreamArgs {
     /// is claimed, so that every claim survives a power loss; slower).
     #[arg(long, help_heading = heading::STORE, default_value = "end", value_parser = parse_sync)]
     sync: SyncPolicy,
+    /// User attributes of the array (of an image: its group), a JSON
+    /// object inline or @FILE holding one (e.g. '{"sample": "mouse 7"}');
+    /// the keys ome and retile are retile's own and refused.
+    #[arg(long, help_heading = heading::STORE, value_name = "JSON|@FILE")]
+    attributes: Option<String>,
     /// Tiles per shard per dimension, slowest first (e.g. 1,4,4); a first
     /// count above 1 makes shards span several epochs.
     #[arg(long, help_heading = heading::CHUNKS, value_parser = parse_list)]
@@ -258,6 +263,21 @@ pub struct Dims(pub(crate) Vec<u64>);
 fn parse_sync(text: &str) -> Result<SyncPolicy, String> {
     text.parse()
         .map_err(|e: retile_stream::StreamError| e.to_string())
+}
+
+/// `--attributes`: a JSON object, inline or `@FILE`.
+fn attributes(text: &str) -> Result<UserMetadata, CliError> {
+    let (json, from) = match text.strip_prefix('@') {
+        Some(file) => (
+            std::fs::read_to_string(file)
+                .map_err(|e| format!("--attributes @{file}: cannot read the file: {e}"))?,
+            format!("the file {file}"),
+        ),
+        None => (text.to_owned(), "--attributes".to_owned()),
+    };
+    let value: serde_json::Value = serde_json::from_str(&json)
+        .map_err(|e| format!("{from} does not hold JSON ({e}); write a JSON object, e.g. '{{\"sample\": \"mouse 7\"}}', or @FILE"))?;
+    Ok(UserMetadata::new(value).map_err(|e| format!("--attributes: {e}"))?)
 }
 
 pub(crate) fn parse_list(text: &str) -> Result<Dims, String> {
@@ -383,6 +403,7 @@ fn output(args: &StreamArgs, rank: usize) -> Result<Output, CliError> {
             (args.buffered_io, "--buffered-io"),
             (args.overwrite, "--overwrite"),
             (args.sync != SyncPolicy::End, "--sync"),
+            (args.attributes.is_some(), "--attributes"),
             (args.ngff, "--ngff"),
             (args.dim_types.is_some(), "--dim-types"),
             (args.units.is_some(), "--units"),
@@ -433,6 +454,7 @@ fn output(args: &StreamArgs, rank: usize) -> Result<Output, CliError> {
             .as_deref()
             .unwrap_or("auto")
             .parse::<CodecOn>()?,
+        user: args.attributes.as_deref().map(attributes).transpose()?,
     };
     if args.codec_on.as_deref() == Some("gpu") && args.backend != "cuda" {
         return Err("--codec-on gpu compresses on the GPU of --backend cuda".into());

@@ -4,18 +4,10 @@
 //! with the figure, nothing made; the peak memory of a re-tiling within
 //! its limit plus a fixed overhead, measured.
 
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
 mod common;
-use common::planes_holding_the_pattern;
-
-fn retile(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_retile"))
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
-}
+use common::{planes_holding_the_pattern, retile};
 
 #[test]
 fn a_stream_retiled_reads_back_the_pattern_and_too_little_memory_is_refused() {

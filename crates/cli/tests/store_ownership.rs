@@ -11,18 +11,10 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{claimed, planes_holding_the_pattern};
+use common::{claimed, planes_holding_the_pattern, retile};
 
 /// The elements of a plane of the streams these tests write (16x16).
 const PLANE: u64 = 256;
-
-fn retile(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_retile"))
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
-}
 
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()

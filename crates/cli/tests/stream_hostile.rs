@@ -9,15 +9,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
 mod common;
-use common::planes_holding_the_pattern;
-
-fn retile(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_retile"))
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
-}
+use common::{planes_holding_the_pattern, retile};
 
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()

@@ -65,15 +65,25 @@ pub fn open_ngff(
     // a level never claims planes its parent level has not claimed
     let chain = ClaimChain::new(levels, halve.first().copied().unwrap_or(false));
     let opened = MultiscaleStream::new(spec, fill, backend, pyramid, |k, _| {
+        // the user's metadata describes the image: level 0's claims write it
         let options = ZarrOptions {
             dimension_names: Some(names.clone()),
+            user: zarr.user.clone().filter(|_| k == 0),
             ..zarr.clone()
         };
-        Ok(Box::new(
-            ZarrSink::in_root(group.root(), &k.to_string(), options).chained(chain.level(k)),
-        ))
+        let sink = ZarrSink::in_root(group.root(), &k.to_string(), options).chained(chain.level(k));
+        Ok(Box::new(match k {
+            0 => sink.describing_image(&group, metadata.clone()),
+            _ => sink,
+        }))
     })
-    .and_then(|stream| group.put_metadata(&metadata).map(|()| stream));
+    .and_then(|stream| {
+        let document = match &zarr.user {
+            Some(user) => user.written_into(&metadata),
+            None => metadata.clone(),
+        };
+        group.put_metadata(&document).map(|()| stream)
+    });
     if opened.is_err() {
         // a failed start leaves nothing that would refuse the retry
         group.root().abandon();

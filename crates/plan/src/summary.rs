@@ -10,6 +10,9 @@ pub struct Summary {
     pub bytes: u64,
     /// Complete planes written.
     pub planes: u64,
+    /// Planes of the fill value added for dropped frames (`skip`),
+    /// counted in `planes` too.
+    pub skipped_planes: u64,
     /// Epochs handed to the sink.
     pub epochs: u64,
     /// Tiles handed to the sink.

@@ -216,7 +216,15 @@ pub struct MultiscaleStream {
     pool: Arc<rayon::ThreadPool>,
     started: Instant,
     finished: bool,
+    /// The bytes of one element of the fill value.
+    fill: Vec<u8>,
+    /// Planes of fill added by [`MultiscaleStream::skip`].
+    skipped: u64,
 }
+
+/// Bytes of fill a skip appends at once (at least one plane): a long gap
+/// goes through the tiler in pieces of bounded memory.
+const SKIP_PIECE_BYTES: u64 = 4 << 20;
 
 impl MultiscaleStream {
     /// Opens the streams of every level of `pyramid` over `spec` on
@@ -268,6 +276,8 @@ impl MultiscaleStream {
             pool,
             started,
             finished: false,
+            fill: fill.to_vec(),
+            skipped: 0,
         })
     }
 
@@ -332,6 +342,61 @@ impl MultiscaleStream {
             halver.push(&data[..taken], pool, &mut |planes| feed(rest, planes, pool))?;
         }
         Ok(taken)
+    }
+
+    /// Adds `planes` planes of the fill value (frames a camera dropped),
+    /// through every level as appended planes go; the chunks they fill
+    /// alone are left out of the store. Refused, adding nothing, inside a
+    /// plane (after part of one was appended) or past the end of a
+    /// bounded shape.
+    ///
+    /// ```
+    /// use retile_plan::{DType, NullSink, StreamSpec};
+    /// use retile_pyramid::{Backend, MultiscaleStream};
+    /// let spec = StreamSpec::new(DType::U8, vec![0, 4], vec![1, 2])?;
+    /// let mut s = MultiscaleStream::single(spec, &[0], Backend::Cpu { threads: 1 }, Box::new(NullSink))?;
+    /// s.append(&[1; 4])?;
+    /// s.skip(3)?;
+    /// assert!(s.append(&[1; 2]).is_ok() && s.skip(1).is_err()); // inside plane 4
+    /// s.append(&[1; 2])?;
+    /// let summary = s.finish()?;
+    /// assert_eq!((summary.planes, summary.skipped_planes), (5, 3));
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
+    pub fn skip(&mut self, planes: u64) -> Result<(), StreamError> {
+        if self.finished {
+            return Err(StreamError::Finished);
+        }
+        let spec = self.plan().spec().clone();
+        let plane_bytes = spec
+            .plane_elements()?
+            .checked_mul(self.fill.len() as u64)
+            .ok_or_else(|| StreamError::Invalid("a plane has more than 2^64 bytes".into()))?;
+        let taken = self.bytes_taken();
+        let (whole, partial) = (taken / plane_bytes, taken % plane_bytes);
+        if partial != 0 {
+            return Err(StreamError::Invalid(format!(
+                "skip adds whole planes, but plane {whole} is partly appended ({partial} of its {plane_bytes} bytes): append the rest of it first"
+            )));
+        }
+        if !spec.is_unbounded() && whole.saturating_add(planes) > spec.shape()[0] {
+            return Err(StreamError::Invalid(format!(
+                "skipping {planes} planes after {whole} would go past the {} planes of the bounded shape",
+                spec.shape()[0]
+            )));
+        }
+        let per_piece = (SKIP_PIECE_BYTES / plane_bytes).max(1);
+        let piece = self
+            .fill
+            .repeat((per_piece.min(planes) * plane_bytes / self.fill.len() as u64) as usize);
+        let mut left = planes;
+        while left > 0 {
+            let now = left.min(per_piece);
+            self.append(&piece[..(now * plane_bytes) as usize])?;
+            self.skipped += now;
+            left -= now;
+        }
+        Ok(())
     }
 
     /// Flushes every level (a last odd plane of a halved first dimension
@@ -418,6 +483,7 @@ impl MultiscaleStream {
             .filter_map(|l| l.halver.as_ref().map(Halver::held_bytes))
             .sum::<u64>();
         total.seconds = self.started.elapsed().as_secs_f64();
+        total.skipped_planes = self.skipped;
         total
     }
 }

@@ -14,7 +14,7 @@ use pyo3::types::PyDict;
 use retile_stream::{
     default_axes, open_output, Axis, Backend, Codec, CodecOn, DType, Method, MultiscaleStream,
     NgffOptions, Output, PyramidOptions, S3Options, Shuffle, StreamDType, StreamError, StreamSpec,
-    Summary, SyncPolicy, ZarrOptions,
+    Summary, SyncPolicy, UserMetadata, ZarrOptions,
 };
 
 /// The pyramid of the `pyramid`, `levels` and `downsample` arguments
@@ -188,6 +188,13 @@ impl Drop for HeldBuffer {
 /// ``backend="cuda"`` stream compresses ``zstd``, ``blosc-lz4`` and
 /// ``blosc-zstd`` chunks (nvCOMP on the GPU, or the CPU's writer threads);
 /// the summary's ``codec_on`` says where it did, and why.
+/// ``attributes={...}`` (a dict of JSON values) are the array's user
+/// attributes (an image's: its group's), beside retile's own keys (``ome``
+/// and ``retile`` are refused); ``set_attributes`` updates them while the
+/// stream runs, and ``append(frame, metadata={...})`` records metadata for
+/// each plane, in the string array ``frame_metadata`` inside the output.
+/// Both are written with the claims of the planes. ``skip(n)`` adds ``n``
+/// planes of the fill value for dropped frames.
 /// ``memory=BYTES`` gives the stream as many epoch buffers as fit (at least
 /// two, as ``retile stream --memory``): more of them absorb bursts of input
 /// and let the writers work on more epochs at once.
@@ -210,6 +217,8 @@ impl Drop for HeldBuffer {
 pub struct Stream {
     shared: Arc<Shared>,
     dtype: DType,
+    /// The user's attributes and per-plane metadata (`None` without an output).
+    user: Option<UserMetadata>,
     finished: Mutex<Option<Py<PyDict>>>,
 }
 
@@ -302,6 +311,7 @@ pub(crate) fn summary_dict<'py>(py: Python<'py>, s: &Summary) -> PyResult<Bound<
     let d = PyDict::new(py);
     d.set_item("bytes", s.bytes)?;
     d.set_item("planes", s.planes)?;
+    d.set_item("skipped_planes", s.skipped_planes)?;
     d.set_item("epochs", s.epochs)?;
     d.set_item("tiles", s.tiles)?;
     d.set_item("seconds", s.seconds)?;
@@ -342,7 +352,7 @@ fn busy() -> PyErr {
 #[pymethods]
 impl Stream {
     #[new]
-    #[pyo3(signature = (output, shape, tile, dtype, shard=None, codec="none", fill=None, dim_names=None, backend="cpu", shuffle=None, writers=None, buffered_io=false, overwrite=false, threads=0, pyramid=None, levels=None, downsample=None, ngff=false, dim_types=None, units=None, scale=None, allow_http=false, retry_seconds=120.0, s3_config=None, codec_on=None, memory=None, sync="end"))]
+    #[pyo3(signature = (output, shape, tile, dtype, shard=None, codec="none", fill=None, dim_names=None, backend="cpu", shuffle=None, writers=None, buffered_io=false, overwrite=false, threads=0, pyramid=None, levels=None, downsample=None, ngff=false, dim_types=None, units=None, scale=None, allow_http=false, retry_seconds=120.0, s3_config=None, codec_on=None, memory=None, sync="end", attributes=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         output: Option<PathBuf>,
@@ -372,7 +382,11 @@ impl Stream {
         codec_on: Option<&str>,
         memory: Option<u64>,
         sync: &str,
+        attributes: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Stream> {
+        let user = attributes
+            .map(|a| UserMetadata::new(json_object(a, "attributes")?).map_err(stream_err))
+            .transpose()?;
         let codec_on_given = codec_on.is_some();
         let codec_on = codec_on
             .unwrap_or("auto")
@@ -431,6 +445,7 @@ impl Stream {
                     (s3_config.is_some(), "s3_config"),
                     (codec_on_given, "codec_on"),
                     (sync != SyncPolicy::End, "sync"),
+                    (user.is_some(), "attributes"),
                 ]
                 .into_iter()
                 .filter_map(|(given, name)| given.then_some(name))
@@ -479,12 +494,14 @@ impl Stream {
                             ..Default::default()
                         },
                         codec_on,
+                        user: Some(user.clone().unwrap_or_default()),
                     }),
                     pyramid,
                     ngff: ngff_options,
                 }
             }
         };
+        let user = output.zarr.as_ref().and_then(|z| z.user.clone());
         let inner = open_output(spec, &fill, backend, &output).map_err(stream_err)?;
         let shared = Arc::new(Shared {
             inner: Mutex::new(inner),
@@ -497,6 +514,7 @@ impl Stream {
         Ok(Stream {
             shared,
             dtype,
+            user,
             finished: Mutex::new(None),
         })
     }
@@ -508,11 +526,23 @@ impl Stream {
     /// tiling. Returns the bytes taken (fewer than given only past the end
     /// of a bounded shape).
     ///
+    /// ``metadata={...}`` (a dict of JSON values) is recorded for every
+    /// plane this append starts (a frame's own plane, when each append is
+    /// one frame), and stored with the claim of those planes in the string
+    /// array ``frame_metadata`` of the output (one JSON text per plane,
+    /// ``""`` for a plane given none).
+    ///
     /// Example::
     ///
     ///     s = retile.Stream(None, shape=(0, 4, 4), tile=(2, 2, 2), dtype="u8")
     ///     assert s.append(bytes(40)) == 40
-    fn append(&self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<usize> {
+    #[pyo3(signature = (data, metadata=None))]
+    fn append(
+        &self,
+        py: Python<'_>,
+        data: &Bound<'_, PyAny>,
+        metadata: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<usize> {
         let held = HeldBuffer::get(data)?;
         if !held.is_c_contiguous() {
             return Err(PyValueError::new_err(
@@ -524,6 +554,9 @@ impl Stream {
         let len = held.0.len.max(0) as usize;
         let mut inner = self.shared.inner.try_lock().map_err(|_| busy())?;
         let stream: &mut MultiscaleStream = &mut inner;
+        if let Some(metadata) = metadata {
+            self.record(stream, len as u64, metadata)?;
+        }
         let taken = py.allow_threads(move || {
             let data: &[u8] = match len {
                 0 => &[],
@@ -538,8 +571,58 @@ impl Stream {
         taken.map_err(stream_err)
     }
 
+    /// Adds ``planes`` planes of the fill value: frames the camera dropped.
+    /// Chunks they fill alone are not stored (a reader sees the fill
+    /// value), and the summary counts them as ``skipped_planes``. Refused
+    /// inside a plane (after part of one was appended) and past the end of
+    /// a bounded shape.
+    ///
+    /// Example::
+    ///
+    ///     s = retile.Stream(None, shape=(0, 4), tile=(1, 4), dtype="u8")
+    ///     s.append(bytes(4)); s.skip(2)
+    ///     assert s.finish()["skipped_planes"] == 2
+    fn skip(&self, py: Python<'_>, planes: u64) -> PyResult<()> {
+        let mut inner = self.shared.inner.try_lock().map_err(|_| busy())?;
+        let stream: &mut MultiscaleStream = &mut inner;
+        py.allow_threads(move || stream.skip(planes))
+            .map_err(stream_err)
+    }
+
+    /// Updates the user attributes with ``attributes``' keys (a dict of
+    /// JSON values; the other keys are kept, as ``dict.update``). They are
+    /// written with the next claim of planes, and by ``finish`` at the
+    /// latest. ``key=None`` names the stream's array (or image); a stream
+    /// of one array has no other.
+    ///
+    /// Example::
+    ///
+    ///     import os, tempfile, zarr
+    ///     out = os.path.join(tempfile.mkdtemp(), "a.zarr")
+    ///     with retile.Stream(out, (0, 4), (1, 4), "u8", attributes={"a": 1}) as s:
+    ///         s.set_attributes({"b": 2})
+    ///     assert zarr.open_array(out).attrs.asdict() == {"a": 1, "b": 2}
+    #[pyo3(signature = (attributes, key=None))]
+    fn set_attributes(&self, attributes: &Bound<'_, PyAny>, key: Option<&str>) -> PyResult<()> {
+        if let Some(key) = key {
+            return Err(PyValueError::new_err(format!(
+                "key='{key}': this stream writes one array, so there is no array '{key}'; leave key=None for the stream's array"
+            )));
+        }
+        let attributes = json_object(attributes, "attributes")?;
+        if self.finished() {
+            return Err(stream_err(StreamError::Finished));
+        }
+        let user = self.user.as_ref().ok_or_else(|| {
+            PyValueError::new_err(
+                "attributes are stored with the array: a stream without an output has none",
+            )
+        })?;
+        user.set_attributes(attributes).map_err(stream_err)
+    }
+
     /// Writes what is left (every complete plane), closes the store and
-    /// returns the summary as a dict (bytes, planes, epochs, tiles, seconds,
+    /// returns the summary as a dict (bytes, planes, skipped_planes, epochs, tiles, seconds,
     /// gigabytes_per_second, scatter_seconds, wait_seconds, sink_seconds,
     /// buffer_bytes, stored_bytes, files, omitted_chunks, encode_seconds,
     /// write_seconds, ...). A second call raises RuntimeError.
@@ -662,6 +745,70 @@ impl Stream {
             plan.to_string().lines().next().unwrap_or("")
         ))
     }
+}
+
+impl Stream {
+    /// Records `metadata` for the planes an append of `len` bytes starts.
+    fn record(
+        &self,
+        stream: &MultiscaleStream,
+        len: u64,
+        metadata: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        let metadata = json_object(metadata, "metadata")?;
+        let user = self.user.as_ref().ok_or_else(|| {
+            PyValueError::new_err(
+                "metadata= is stored with the planes: a stream without an output keeps none",
+            )
+        })?;
+        let plane_bytes = stream
+            .plan()
+            .spec()
+            .plane_elements()
+            .map_err(stream_err)?
+            .saturating_mul(self.dtype.size() as u64);
+        let taken = stream.bytes_taken();
+        let first = taken.div_ceil(plane_bytes);
+        let end = taken.saturating_add(len).div_ceil(plane_bytes);
+        if end <= first {
+            return Err(PyValueError::new_err(format!(
+                "metadata= goes with the planes an append starts, and this append starts none (it continues plane {}): give the metadata with the append that starts the plane",
+                taken / plane_bytes
+            )));
+        }
+        user.record(first, end - first, &metadata)
+            .map_err(stream_err)
+    }
+}
+
+/// `value` as a JSON object: a dict whose keys are strings and whose values
+/// are JSON values (str, int, float, bool, None, list, dict), unchanged by
+/// a round trip through JSON; `what` names it in the error.
+fn json_object(value: &Bound<'_, PyAny>, what: &str) -> PyResult<serde_json::Value> {
+    let py = value.py();
+    if !value.is_instance_of::<PyDict>() {
+        return Err(PyValueError::new_err(format!(
+            "{what} must be a dict of JSON values, not {}",
+            value.get_type().name()?
+        )));
+    }
+    let json = py.import("json")?;
+    let options = PyDict::new(py);
+    options.set_item("allow_nan", false)?;
+    let text: String = json
+        .call_method("dumps", (value,), Some(&options))
+        .map_err(|e| {
+            PyValueError::new_err(format!(
+                "{what} must hold only JSON values (str, int, float, bool, None, list, dict): {e}"
+            ))
+        })?
+        .extract()?;
+    if !json.call_method1("loads", (&text,))?.eq(value)? {
+        return Err(PyValueError::new_err(format!(
+            "{what} must hold only JSON values: JSON would change it (keys must be str, sequences lists)"
+        )));
+    }
+    serde_json::from_str(&text).map_err(|e| PyValueError::new_err(format!("{what}: {e}")))
 }
 
 /// The OME-Zarr axes of the given names, types and units (each `None` =

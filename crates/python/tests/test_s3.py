@@ -4,6 +4,7 @@ fails requests on command (tests/s3_fault_proxy.py); and store paths and
 S3 settings refused before anything is sent. Without moto or s3fs the
 server tests are skipped, unless RETILE_REQUIRE_S3=1 (CI), where that fails."""
 
+import json
 import os
 import socket
 import subprocess
@@ -100,6 +101,30 @@ def test_an_array_in_s3_written_by_zarr_python_is_retiled_from_and_into_s3(endpo
     assert tuple(back.chunks) == (3, 10, 10) and np.array_equal(back[...], data)
     with pytest.raises(ValueError, match="not a Zarr array"):
         retile.rechunk("s3://retile-py/nothing-here.zarr", tmp_path / "none.zarr", tile=(1, 1, 1))
+
+
+@pytest.mark.parametrize("pyramid", [None, "mean"])
+def test_attributes_records_and_skipped_planes_in_s3_read_back(endpoint, pyramid):
+    zarr = need("zarr")
+    data = np.random.default_rng(4).integers(1, 60000, size=(5, 16, 16), dtype=np.uint16)
+    url = f"s3://retile-py/meta-{pyramid}.zarr"
+    options = {"endpoint_url": endpoint}
+    with retile.Stream(url, shape=(0, 16, 16), tile=(1, 8, 8), dtype="uint16", pyramid=pyramid,
+                       attributes={"sample": "m7"}) as s:
+        for p, plane in enumerate(data[:3]):
+            s.append(plane, metadata={"plane": p})
+        s.skip(4)
+        s.set_attributes({"gap": 4})
+        for plane in data[3:]:
+            s.append(plane)
+    assert s.summary["skipped_planes"] == 4
+    node = zarr.open_group if pyramid else zarr.open_array
+    attrs = node(url, mode="r", storage_options=options).attrs.asdict()
+    assert {k: v for k, v in attrs.items() if k != "ome"} == {"sample": "m7", "gap": 4}
+    level0 = zarr.open_array(url + ("/0" if pyramid else ""), mode="r", storage_options=options)[...]
+    np.testing.assert_array_equal(level0, np.concatenate([data[:3], np.zeros((4, 16, 16), np.uint16), data[3:]]))
+    texts = zarr.open_array(url + "/frame_metadata", mode="r", storage_options=options)[...].tolist()
+    assert [json.loads(t) if t else None for t in texts] == [{"plane": p} for p in range(3)] + [None] * 6
 
 
 def test_an_existing_store_in_s3_is_refused(endpoint):

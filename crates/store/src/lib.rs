@@ -13,7 +13,9 @@
 //! store never claims what is not stored. A [`Group`] holds several arrays.
 //! One stream writes a store: its root ([`StoreRoot`]) is locked while the
 //! stream lives, and the levels of a pyramid chain their claims
-//! ([`ClaimChain`]) so that no level claims more than its parent.
+//! ([`ClaimChain`]) so that no level claims more than its parent. The
+//! user's attributes and per-plane records ([`UserMetadata`]) are written
+//! with the claims.
 //!
 //! It is the end of the pipeline: it reports what it stored as
 //! [`SinkStats`](retile_plan::SinkStats).
@@ -44,10 +46,12 @@ mod group;
 mod lock;
 mod object;
 mod options;
+mod records;
 mod retry;
 mod root;
 mod settings;
 mod shard;
+mod user;
 mod writer;
 mod zarr;
 
@@ -59,4 +63,5 @@ pub use object::{s3_client, S3Options, S3Traffic, IN_FLIGHT_PARTS, PART_BYTES, R
 pub use options::{SyncPolicy, ZarrOptions, MAX_WRITERS};
 pub use retry::{Cancel, STOP_GRACE};
 pub use root::StoreRoot;
+pub use user::{UserMetadata, FRAME_CHUNK, FRAME_METADATA, RESERVED_ATTRIBUTES};
 pub use zarr::ZarrSink;

@@ -9,6 +9,7 @@ use retile_plan::{CodecOn, StreamError};
 
 use crate::codec::Codec;
 use crate::object::S3Options;
+use crate::user::UserMetadata;
 
 /// Most writer threads a sink starts.
 pub const MAX_WRITERS: usize = 256;
@@ -65,6 +66,10 @@ pub struct ZarrOptions {
     /// nvCOMP): measured and chosen (`Auto`), the GPU, or the CPU. A CPU
     /// stream always compresses on the CPU.
     pub codec_on: CodecOn,
+    /// The user's attributes and per-plane records, written with the
+    /// array's claims (`None`: none). The levels of an OME-Zarr image
+    /// share level 0's: they describe the image.
+    pub user: Option<UserMetadata>,
 }
 
 /// When a local store's data reaches the disk, and so which claims survive

@@ -535,8 +535,9 @@ impl Shared {
         self.row_closed(index, row.planes_end.load(Ordering::Relaxed))
     }
 
-    /// Closes `file` of `row` (once): a shard gets its index; a chunk file
-    /// that received nothing (a tile of fill alone) is not made at all.
+    /// Closes `file` of `row` (once): a shard gets its index; a file that
+    /// received nothing (a chunk of fill alone, or a shard of nothing but
+    /// such chunks) is not made at all, and a reader sees the fill value.
     /// Returns whether it was the row's last open file.
     fn close_file(&self, row: &Row, index: u64, file: usize) -> Result<bool, StreamError> {
         let mut state = lock(&row.files[file]);
@@ -546,7 +547,7 @@ impl Shared {
         let io = self.io(index, file);
         let started = Instant::now();
         let stored = match self.grid.sharded() {
-            true => {
+            true if out.len() > 0 => {
                 let bytes = index_bytes(&state.index);
                 out.append(&bytes)
                     .map_err(&io)?
@@ -555,7 +556,7 @@ impl Shared {
                 Some(out.close(self.sync_rows).map_err(&io)?)
             }
             false if out.len() > 0 => Some(out.close(self.sync_rows).map_err(&io)?),
-            false => None,
+            _ => None,
         };
         if let Some(len) = stored {
             self.counters.stored_bytes.fetch_add(len, Ordering::Relaxed);

@@ -22,8 +22,10 @@ use crate::chain::{ChainLink, Claim, Claiming};
 use crate::codec::{Codec, Encoder};
 use crate::dest::{is_object_store, Dest};
 use crate::error::store_error;
+use crate::group::Group;
 use crate::object::{IN_FLIGHT_PARTS, PART_BYTES};
 use crate::options::{SyncPolicy, ZarrOptions, MAX_WRITERS};
+use crate::records::MetadataWriter;
 use crate::root::StoreRoot;
 use crate::shard::{index_len, ShardGrid};
 use crate::writer::{writer_pool, EpochWriter, WriterSetup};
@@ -40,6 +42,9 @@ pub struct ZarrSink {
     within: Option<(StoreRoot, String)>,
     /// The pyramid's chain of claims, for a level.
     chain: Option<ChainLink>,
+    /// Level 0 of an OME-Zarr image: the group and its `zarr.json` (without
+    /// the user's attributes), which the user's attributes go in.
+    image: Option<(Dest, serde_json::Value)>,
 }
 
 /// An open store: the writer of its epochs and its writer threads.
@@ -68,6 +73,7 @@ impl ZarrSink {
             store: None,
             within: None,
             chain: None,
+            image: None,
         }
     }
 
@@ -111,6 +117,27 @@ impl ZarrSink {
     pub fn chained(self, link: ChainLink) -> ZarrSink {
         ZarrSink {
             chain: Some(link),
+            ..self
+        }
+    }
+
+    /// This sink as level 0 of the OME-Zarr image whose group is `group`
+    /// and whose group `zarr.json` is `document`: the user's metadata
+    /// ([`ZarrOptions::user`]) describes the image, its attributes going in
+    /// the group's `zarr.json`, rewritten after the claims that change them.
+    ///
+    /// ```
+    /// use retile_store::{Group, ZarrOptions, ZarrSink};
+    /// let dir = std::env::temp_dir().join(format!("retile-image-doc-{}", std::process::id()));
+    /// let group = Group::create(&ZarrOptions { path: dir.clone(), overwrite: true, ..Default::default() })?;
+    /// let document = serde_json::json!({"zarr_format": 3, "node_type": "group", "attributes": {}});
+    /// let level0 = ZarrSink::in_root(group.root(), "0", ZarrOptions::default()).describing_image(&group, document);
+    /// # drop(level0); drop(group); std::fs::remove_dir_all(&dir).ok();
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
+    pub fn describing_image(self, group: &Group, document: serde_json::Value) -> ZarrSink {
+        ZarrSink {
+            image: Some((group.root().dest().clone(), document)),
             ..self
         }
     }
@@ -210,10 +237,13 @@ fn default_writers(codec: Codec) -> usize {
 }
 
 /// Sets the array's first extent to `planes` and replaces `zarr.json`
-/// (`durable`: synced to the disk).
+/// (`durable`: synced to the disk), with the user's metadata as it is now:
+/// the records of the planes claimed written first, the attributes with
+/// the array's `zarr.json` (or its image's, after it).
 fn claim(
     array: &mut Array<MemoryStore>,
     dest: &Dest,
+    mut user: Option<&mut MetadataWriter>,
     planes: u64,
     durable: bool,
 ) -> Result<(), StreamError> {
@@ -223,10 +253,17 @@ fn claim(
     array
         .set_shape(shape)
         .map_err(|e| store_error(root, "resizing the array", e))?;
+    if let Some(user) = user.as_deref_mut() {
+        user.before_claim(planes, array.attributes_mut(), durable)?;
+    }
     let json = serde_json::to_vec_pretty(array.metadata())
         .map_err(|e| store_error(root, "writing the array metadata", e))?;
     dest.put_metadata("zarr.json", &json, durable)
-        .map_err(|e| store_error(root, "writing the array metadata zarr.json", e))
+        .map_err(|e| store_error(root, "writing the array metadata zarr.json", e))?;
+    match user {
+        Some(user) => user.after_claim(durable),
+        None => Ok(()),
+    }
 }
 
 impl ZarrSink {
@@ -258,11 +295,17 @@ impl ZarrSink {
         // the store's parts in flight shared by the row's open objects
         let parts_in_flight = (IN_FLIGHT_PARTS / open_objects.max(1)).clamp(1, 8);
         let sync_rows = self.options.sync == SyncPolicy::Rows;
-        claim(&mut array, &dest, 0, sync_rows)?;
+        let mut user = self.options.user.clone().map(|user| match &self.image {
+            Some((group, document)) => {
+                MetadataWriter::new(user, group.clone(), &self.options, Some(document.clone()))
+            }
+            None => MetadataWriter::new(user, dest.clone(), &self.options, None),
+        });
+        claim(&mut array, &dest, user.as_mut(), 0, sync_rows)?;
         let metadata = dest.clone();
         let own: Claim = Box::new(move |planes, claiming| {
             let durable = sync_rows || claiming == Claiming::Last;
-            claim(&mut array, &metadata, planes, durable)
+            claim(&mut array, &metadata, user.as_mut(), planes, durable)
         });
         let claim: Claim = match &self.chain {
             Some(link) => {

@@ -45,8 +45,9 @@ pub use retile_plan::{
 pub use retile_pyramid::{AnyStream, Backend, MultiscaleStream, PyramidOptions, MAX_LEVELS};
 pub use retile_store::{
     BloscKind, Cancel, ClaimChain, Codec, Group, S3Options, S3Traffic, Shuffle, StorePath,
-    StoreRoot, SyncPolicy, ZarrOptions, ZarrSink, IN_FLIGHT_PARTS, MAX_PREFIX_BYTES, MAX_WRITERS,
-    PART_BYTES, ROWS_COMPLETING, STOP_GRACE,
+    StoreRoot, SyncPolicy, UserMetadata, ZarrOptions, ZarrSink, FRAME_CHUNK, FRAME_METADATA,
+    IN_FLIGHT_PARTS, MAX_PREFIX_BYTES, MAX_WRITERS, PART_BYTES, RESERVED_ATTRIBUTES,
+    ROWS_COMPLETING, STOP_GRACE,
 };
 pub use retile_tiler::{TileStream, MAX_THREADS};
 

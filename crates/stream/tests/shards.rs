@@ -218,6 +218,13 @@ fn chunks_of_fill_alone_are_left_out_and_read_as_the_fill() {
         assert_eq!(read, data, "{shard:?}");
         if shard.is_none() {
             assert!(path.join("c/3/0/0").exists() && !path.join("c/2/0/0").exists());
+        } else {
+            // a shard of nothing but fill chunks is not made either
+            assert!(path.join("c/1/0/0").exists() && path.join("c/1/0/1").exists());
+            for empty in ["c/0/0/0", "c/0/0/1", "c/2/0/0", "c/2/0/1"] {
+                assert!(!path.join(empty).exists(), "{empty}");
+            }
+            assert_eq!(summary.sink.files, 2);
         }
     }
 }

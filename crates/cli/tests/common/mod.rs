@@ -1,14 +1,25 @@
-//! What the CLI's tests read back from a store: the planes its `zarr.json`
-//! claims, and the claimed elements checked against the synthetic pattern
-//! `retile stream --planes` writes (element i holds i, truncated to u16).
-//! Each test file uses part of it.
+//! What the CLI's tests share: running `retile`, and what they read back
+//! from a store: the planes its `zarr.json` claims, and the claimed
+//! elements checked against the synthetic pattern `retile stream --planes`
+//! writes (element i holds i, truncated to u16). Each test file uses part
+//! of it.
 #![allow(dead_code)]
 
 use std::path::Path;
+use std::process::{Command, Output, Stdio};
 use std::sync::Arc;
 
 use zarrs::array::Array;
 use zarrs::filesystem::FilesystemStore;
+
+/// `retile ARGS`, its stdin empty, run to its end.
+pub fn retile(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_retile"))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
 
 /// The planes the array's `zarr.json` at `dir` claims (0 before its
 /// metadata exists, or while it cannot be read).
