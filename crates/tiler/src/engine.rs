@@ -1,7 +1,7 @@
 //! The CPU engine: fills one epoch of tiles while the sink thread writes the
 //! previous one, so memory stays at two epochs whatever the stream's length.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Instant;
 
 use retile_plan::{
@@ -176,22 +176,39 @@ impl Filler for TileStream {
     }
 }
 
-/// The threads a stream tiles with: `threads` of them, or one per core for 0.
+/// The threads a stream tiles with: `threads` of them, or one per core for
+/// 0, shared by every stream of the process that asks for as many while one
+/// is alive (the arrays of an acquisition): one set of threads, none
+/// spinning while another set works.
 ///
 /// ```
-/// assert_eq!(retile_tiler::thread_pool(3)?.current_num_threads(), 3);
+/// let pool = retile_tiler::thread_pool(3)?;
+/// assert_eq!(pool.current_num_threads(), 3);
+/// assert!(std::sync::Arc::ptr_eq(&pool, &retile_tiler::thread_pool(3)?));
 /// assert!(retile_tiler::thread_pool(retile_tiler::MAX_THREADS + 1).is_err());
 /// # Ok::<(), retile_plan::StreamError>(())
 /// ```
 pub fn thread_pool(threads: usize) -> Result<Arc<rayon::ThreadPool>, StreamError> {
+    static POOLS: Mutex<Vec<(usize, Weak<rayon::ThreadPool>)>> = Mutex::new(Vec::new());
     if threads > MAX_THREADS {
         return Err(StreamError::Invalid(format!(
             "a stream tiles with 0 (all cores) to {MAX_THREADS} threads, not {threads}"
         )));
     }
-    rayon::ThreadPoolBuilder::new()
+    let mut pools = POOLS.lock().unwrap_or_else(|e| e.into_inner());
+    pools.retain(|(_, pool)| pool.strong_count() > 0);
+    if let Some(pool) = pools
+        .iter()
+        .find(|(n, _)| *n == threads)
+        .and_then(|(_, p)| p.upgrade())
+    {
+        return Ok(pool);
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .build()
         .map(Arc::new)
-        .map_err(|e| StreamError::Invalid(format!("cannot start {threads} threads: {e}")))
+        .map_err(|e| StreamError::Invalid(format!("cannot start {threads} threads: {e}")))?;
+    pools.push((threads, Arc::downgrade(&pool)));
+    Ok(pool)
 }
