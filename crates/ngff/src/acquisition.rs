@@ -16,7 +16,7 @@ use retile_store::{Group, ZarrOptions};
 use crate::budget::Budget;
 use crate::keys::groups_of;
 use crate::open::{open_in, open_output};
-use crate::options::{ArrayOptions, ResolvedArray};
+use crate::options::{backend_named, ArrayOptions, ResolvedArray};
 use crate::plate::Plate;
 
 /// How many keys an error lists before it says how many more there are.
@@ -61,15 +61,10 @@ pub struct AcquisitionSettings {
 impl AcquisitionSettings {
     /// The backend named (`cpu` unless given).
     pub fn backend(&self) -> Result<Backend, StreamError> {
-        match self.backend.as_deref().unwrap_or("cpu") {
-            "cpu" => Ok(Backend::Cpu {
-                threads: self.threads.unwrap_or(0),
-            }),
-            "cuda" => Ok(Backend::Cuda),
-            other => Err(StreamError::Invalid(format!(
-                "unknown backend '{other}'; use 'cpu' or 'cuda'"
-            ))),
-        }
+        backend_named(
+            self.backend.as_deref().unwrap_or("cpu"),
+            self.threads.unwrap_or(0),
+        )
     }
 
     /// Opens the acquisition: `store` gives the S3 settings and the like
@@ -351,16 +346,15 @@ impl Acquisition {
         let array = &mut self.arrays[at];
         let plane = array.plane_bytes;
         if !single && plane > 0 && data.len() as u64 % plane != 0 {
+            let spec = array.stream.plan().spec();
+            let extents: Vec<String> = spec.shape()[1..].iter().map(u64::to_string).collect();
+            let elements = match extents.is_empty() {
+                true => format!("one {} element", spec.dtype()),
+                false => format!("{} {} elements", extents.join(" x "), spec.dtype()),
+            };
             return Err(StreamError::Invalid(format!(
-                "a frame of '{}' is whole planes of {} bytes ({} x {}), but this one is {} bytes: nothing of it was taken",
+                "a frame of '{}' is whole planes of {plane} bytes ({elements}), but this one is {} bytes: nothing of it was taken",
                 array.key,
-                plane,
-                array.stream.plan().spec().shape()[1..]
-                    .iter()
-                    .map(u64::to_string)
-                    .collect::<Vec<_>>()
-                    .join(" x "),
-                array.stream.plan().spec().dtype(),
                 data.len()
             )));
         }

@@ -113,6 +113,26 @@ impl ArrayOptions {
         .collect()
     }
 
+    /// The options given that describe an array, each array's own in an
+    /// acquisition: those of [`ArrayOptions::store_options_given`], the
+    /// shape, tile, type, fill and pyramid.
+    pub fn array_options_given(&self) -> Vec<&'static str> {
+        let mut given: Vec<&'static str> = [
+            (!self.shape.is_empty(), "shape"),
+            (!self.tile.is_empty(), "tile"),
+            (!self.dtype.is_empty(), "dtype"),
+            (self.fill.is_some(), "fill"),
+            (self.pyramid.is_some(), "pyramid"),
+            (self.levels.is_some(), "levels"),
+            (self.downsample.is_some(), "downsample"),
+        ]
+        .into_iter()
+        .filter_map(|(given, name)| given.then_some(name))
+        .collect();
+        given.extend(self.store_options_given());
+        given
+    }
+
     /// Checks the description and resolves it into what opens the stream:
     /// written to `store` (its path, `overwrite` and S3 settings are the
     /// caller's; the rest comes from here), or only measured when `None`.
@@ -253,5 +273,24 @@ impl ArrayOptions {
             axes: Some(axes),
             scale: self.scale.clone(),
         })
+    }
+}
+
+/// The backend `name`d (`cpu`, tiling with `threads`, 0 = all cores; or `cuda`).
+///
+/// ```
+/// use retile_ngff::backend_named;
+/// use retile_pyramid::Backend;
+/// assert_eq!(backend_named("cpu", 4)?, Backend::Cpu { threads: 4 });
+/// assert!(backend_named("tpu", 0).unwrap_err().to_string().contains("unknown backend 'tpu'"));
+/// # Ok::<(), retile_plan::StreamError>(())
+/// ```
+pub fn backend_named(name: &str, threads: usize) -> Result<Backend, StreamError> {
+    match name {
+        "cpu" => Ok(Backend::Cpu { threads }),
+        "cuda" => Ok(Backend::Cuda),
+        other => Err(StreamError::Invalid(format!(
+            "unknown backend '{other}'; use 'cpu' or 'cuda'"
+        ))),
     }
 }

@@ -86,6 +86,11 @@ impl Plate {
                 .collect(),
             Some(wells) => wells.clone(),
         };
+        if wells.is_empty() {
+            return Err(StreamError::Invalid(
+                "the plate's wells list is empty: name at least one well (e.g. 'A/1'), or give wells=None for every row by every column".into(),
+            ));
+        }
         let mut seen = BTreeSet::new();
         wells
             .into_iter()
@@ -125,7 +130,10 @@ impl Plate {
             .collect();
         let names =
             |names: &[String]| -> Vec<Value> { names.iter().map(|n| json!({"name": n})).collect() };
+        // NGFF 0.5 puts the version beside `plate`; ome-zarr-models also
+        // looks for it inside (the schema allows more keys), as 0.4 had it
         let mut plate = json!({
+            "version": NGFF_VERSION,
             "rows": names(&self.rows),
             "columns": names(&self.columns),
             "wells": wells,
@@ -217,6 +225,7 @@ mod tests {
             (plate(&["A-"], &["1"], None, 1), "not letters and digits"),
             (plate(&[], &["1"], None, 1), "no rows"),
             (plate(&["A"], &["1"], None, 0), "at least one field"),
+            (plate(&["A"], &["1"], Some(&[]), 1), "wells list is empty"),
         ];
         for (plate, expected) in cases {
             let message = plate.field_keys().unwrap_err().to_string();

@@ -3,6 +3,7 @@
 
 use pyo3::prelude::*;
 
+mod acquire;
 mod banks;
 mod calc;
 mod layout;

@@ -206,6 +206,7 @@ pub fn thread_pool(threads: usize) -> Result<Arc<rayon::ThreadPool>, StreamError
     }
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
+        .thread_name(|i| format!("retile-tiler-{i}"))
         .build()
         .map(Arc::new)
         .map_err(|e| StreamError::Invalid(format!("cannot start {threads} threads: {e}")))?;
