@@ -1,6 +1,7 @@
 //! `retile`: a layout calculator, copy and stream plans, and the streaming
 //! tiler that writes row-major data into tiled Zarr v3 arrays.
 
+mod acquire_cmd;
 mod banks_cmd;
 #[cfg(feature = "cuda")]
 mod bench_cmd;

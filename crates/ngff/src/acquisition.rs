@@ -67,6 +67,20 @@ impl AcquisitionSettings {
         )
     }
 
+    /// The keys of the arrays described, in order: the arrays' or the
+    /// plate's fields' (`A/1/0`, ...).
+    pub fn keys(&self) -> Result<Vec<String>, StreamError> {
+        match (&self.arrays, &self.plate) {
+            (Some(arrays), None) => Ok(arrays.keys().cloned().collect()),
+            (None, Some(plate)) => {
+                let mut keys = plate.field_keys()?;
+                keys.sort();
+                Ok(keys)
+            }
+            _ => Ok(Vec::new()),
+        }
+    }
+
     /// Opens the acquisition: `store` gives the S3 settings and the like
     /// (its path and `overwrite` are these settings').
     pub fn open(&self, store: ZarrOptions) -> Result<Acquisition, StreamError> {
@@ -387,6 +401,12 @@ impl Acquisition {
             .plan()
             .spec()
             .dtype())
+    }
+
+    /// The bytes of one plane of the array `key` names: its frames are
+    /// whole multiples of it.
+    pub fn plane_bytes(&self, key: Option<&str>) -> Result<u64, StreamError> {
+        Ok(self.arrays[self.position(key)?].plane_bytes)
     }
 
     /// The stream of the array `key` names.
