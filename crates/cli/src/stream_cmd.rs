@@ -64,9 +64,16 @@ fn parse_bytes(text: &str) -> Result<u64, String> {
 
 /// Arguments of `retile plan stream`.
 #[derive(Args)]
+#[command(mut_arg("shape", |a| a.required(false).required_unless_present("config")))]
+#[command(mut_arg("tile", |a| a.required(false).required_unless_present("config")))]
 pub struct PlanArgs {
     #[command(flatten)]
     shape: ShapeArgs,
+    /// The memory budget of the arrays a settings file describes (as
+    /// `retile stream --config FILE` takes it), and what each array's tile
+    /// buffers take; nothing is written.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["shape", "tile", "dtype", "memory", "json", "pyramid", "levels", "downsample", "svg", "shard", "output"])]
+    config: Option<PathBuf>,
     /// Print the plan as JSON.
     #[arg(long)]
     json: bool,
@@ -296,6 +303,10 @@ impl ShapeArgs {
 
 /// `retile plan stream`.
 pub fn plan(args: &PlanArgs) -> Result<ExitCode, CliError> {
+    if let Some(config) = &args.config {
+        let budget = crate::acquire_cmd::read_settings(config)?.budget(Default::default())?;
+        return say(format_args!("{budget}")).map(|()| ExitCode::SUCCESS);
+    }
     let spec = args.shape.spec()?;
     if args.svg || args.output.is_some() {
         let levels = match args.pyramid.options()? {

@@ -276,3 +276,41 @@ fn bad_settings_and_inputs_are_refused_and_complete_planes_kept() {
         String::from_utf8_lossy(&run.stderr)
     );
 }
+
+#[test]
+fn the_plan_states_the_budget_and_an_array_past_it_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("acq.zarr");
+    let config = dir.path().join("acq.toml");
+    let text = |memory: u64| {
+        format!(
+            "output = {:?}\nmemory = {memory}\n[arrays.a]\nshape = [0, 16]\ntile = [4, 16]\ndtype = \"u8\"\n[arrays.b]\nshape = [0, 64]\ntile = [4, 16]\ndtype = \"u8\"\n",
+            out.to_str().unwrap()
+        )
+    };
+    std::fs::write(&config, text(1000)).unwrap();
+    let c = config.to_str().unwrap();
+    let plan = retile(&["plan", "stream", "--config", c]);
+    assert!(
+        plan.status.success(),
+        "{}",
+        String::from_utf8_lossy(&plan.stderr)
+    );
+    // two epochs of 4 planes: 2 x 4 x 16 bytes and 2 x 4 x 64
+    assert_eq!(
+        String::from_utf8_lossy(&plan.stdout),
+        "memory: 640 bytes of tile buffers for 2 arrays (a budget of 1000 bytes)\n  a: 128 bytes\n  b: 512 bytes\n"
+    );
+    std::fs::write(&config, text(639)).unwrap();
+    let expected = "the array 'b' needs 512 bytes of tile buffers but only 511 of the acquisition's memory budget of 639 bytes are left (the arrays before it take 128)";
+    refused(&["plan", "stream", "--config", c], expected);
+    let input = dir.path().join("x.raw");
+    std::fs::write(&input, [0u8; 64]).unwrap();
+    let a = format!("a={}", input.display());
+    let b = format!("b={}", input.display());
+    refused(
+        &["stream", "--config", c, "--input", &a, "--input", &b],
+        expected,
+    );
+    assert!(!out.exists(), "a refused acquisition made its store");
+}

@@ -81,9 +81,39 @@ impl AcquisitionSettings {
         }
     }
 
+    /// The memory budget and what each array's buffers would take, as the
+    /// stream would state it: nothing is made (`retile plan stream --config`).
+    ///
+    /// ```
+    /// use retile_ngff::AcquisitionSettings;
+    /// let settings: AcquisitionSettings = serde_json::from_str(r#"{"output": "a.zarr", "memory": 100,
+    ///     "arrays": {"cam0": {"shape": [0, 4, 4], "tile": [1, 4, 4], "dtype": "u8"}}}"#)?;
+    /// let budget = settings.budget(Default::default())?;
+    /// assert_eq!(budget.limit, Some(100));
+    /// assert_eq!(budget.arrays[0].0, "cam0");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn budget(&self, store: ZarrOptions) -> Result<Budget, StreamError> {
+        let (mut arrays, _, _) = self.resolved(store)?;
+        arrays.sort_by(|a, b| a.0.cmp(&b.0));
+        budget_of(self.memory, &arrays)
+    }
+
     /// Opens the acquisition: `store` gives the S3 settings and the like
     /// (its path and `overwrite` are these settings').
     pub fn open(&self, store: ZarrOptions) -> Result<Acquisition, StreamError> {
+        let (arrays, layout, store) = self.resolved(store)?;
+        let backend = self.backend()?;
+        Acquisition::open(&store, backend, self.memory, arrays, layout)
+    }
+
+    /// Every array resolved (key, description), the groups' attributes,
+    /// and the root's store settings.
+    #[allow(clippy::type_complexity)]
+    fn resolved(
+        &self,
+        store: ZarrOptions,
+    ) -> Result<(Vec<(String, ResolvedArray)>, Layout, ZarrOptions), StreamError> {
         let backend = self.backend()?;
         let store = ZarrOptions {
             path: self.output.clone(),
@@ -95,21 +125,21 @@ impl AcquisitionSettings {
                 .resolve(Some(store.clone()), backend)
                 .map_err(|e| for_array(key, e))
         };
-        match (&self.arrays, &self.plate, &self.image) {
+        let (arrays, layout) = match (&self.arrays, &self.plate, &self.image) {
             (Some(arrays), None, None) if !arrays.is_empty() => {
                 let arrays = arrays
                     .iter()
                     .map(|(key, options)| Ok((key.clone(), resolve(key, options)?)))
                     .collect::<Result<Vec<_>, StreamError>>()?;
-                Acquisition::open(&store, backend, self.memory, arrays, Layout::default())
+                (arrays, Layout::default())
             }
             (None, Some(plate), Some(image)) => {
                 let image = ArrayOptions {
                     ngff: true,
                     ..image.clone()
                 };
-                let keys = plate.field_keys()?;
-                let arrays = keys
+                let arrays = plate
+                    .field_keys()?
                     .iter()
                     .map(|key| Ok((key.clone(), resolve(key, &image)?)))
                     .collect::<Result<Vec<_>, StreamError>>()?;
@@ -117,22 +147,38 @@ impl AcquisitionSettings {
                     root: plate.plate_attributes()?,
                     groups: plate.well_attributes()?.into_iter().collect(),
                 };
-                Acquisition::open(&store, backend, self.memory, arrays, layout)
+                (arrays, layout)
             }
-            (Some(_), None, None) => Err(StreamError::Invalid(
-                "arrays is empty: name at least one array".into(),
+            (Some(_), None, None) => {
+                return Err(StreamError::Invalid(
+                    "arrays is empty: name at least one array".into(),
+                ))
+            }
+            (None, Some(_), None) => return Err(StreamError::Invalid(
+                "a plate needs image=dict(shape=..., tile=..., dtype=...): the image of each field"
+                    .into(),
             )),
-            (None, Some(_), None) => Err(StreamError::Invalid(
-                "a plate needs image=dict(shape=..., tile=..., dtype=...): the image of each field".into(),
-            )),
-            (None, None, Some(_)) => Err(StreamError::Invalid(
+            (None, None, Some(_)) => return Err(StreamError::Invalid(
                 "image describes the fields of a plate: give plate=dict(rows=..., columns=..., fields=...) too".into(),
             )),
-            _ => Err(StreamError::Invalid(
+            _ => return Err(StreamError::Invalid(
                 "an acquisition is arrays={key: {...}}, or plate={...} with image={...}: give one of them".into(),
             )),
-        }
+        };
+        Ok((arrays, layout, store))
     }
+}
+
+/// Each array's buffers held to `memory` (`arrays` in key order).
+fn budget_of(
+    memory: Option<u64>,
+    arrays: &[(String, ResolvedArray)],
+) -> Result<Budget, StreamError> {
+    let needs = arrays
+        .iter()
+        .map(|(key, a)| Ok((key.clone(), buffer_bytes(a).map_err(|e| for_array(key, e))?)))
+        .collect::<Result<Vec<_>, StreamError>>()?;
+    Budget::split(memory, needs)
 }
 
 /// The groups' attributes: the root's and those between the root and the
@@ -257,11 +303,7 @@ impl Acquisition {
         arrays.sort_by(|a, b| a.0.cmp(&b.0));
         let keys: Vec<&str> = arrays.iter().map(|(k, _)| k.as_str()).collect();
         let groups = groups_of(&keys)?;
-        let needs = arrays
-            .iter()
-            .map(|(key, a)| Ok((key.clone(), buffer_bytes(a).map_err(|e| for_array(key, e))?)))
-            .collect::<Result<Vec<_>, StreamError>>()?;
-        let budget = Budget::split(memory, needs)?;
+        let budget = budget_of(memory, &arrays)?;
         let root = Group::create(store)?;
         let opened = Acquisition::open_arrays(&root, backend, arrays).and_then(|opened| {
             for group in groups.iter().rev() {
