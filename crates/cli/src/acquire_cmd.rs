@@ -14,8 +14,8 @@ use retile_stream::{Acquisition, AcquisitionSettings, S3Options, Summary, ZarrOp
 
 use crate::error::CliError;
 use crate::input::{Input, InputError, Next, BUFFER_BYTES};
+use crate::print::say;
 use crate::signals::{interrupted, second_interrupt, stop_on_interrupt};
-use crate::stream_cmd::say;
 
 /// What an input's thread hands on.
 enum Read {

@@ -10,6 +10,7 @@ mod copy_cmd;
 mod error;
 mod input;
 mod plan_draw;
+mod print;
 mod signals;
 mod stream_cmd;
 

@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use crate::error::CliError;
 use crate::input::{Input, InputError, Next};
+use crate::print::say;
 use crate::signals::{interrupted, second_interrupt, stop_on_interrupt};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -376,14 +377,6 @@ fn peak_rss_bytes() -> Option<u64> {
         .parse::<u64>()
         .ok()
         .map(|kb| kb * 1024)
-}
-
-/// Writes `text` to stdout; a closed or full stdout is an error, not a panic.
-pub(crate) fn say(text: std::fmt::Arguments<'_>) -> Result<(), CliError> {
-    let mut out = std::io::stdout().lock();
-    out.write_fmt(text)
-        .and_then(|()| out.flush())
-        .map_err(|e| format!("cannot write to stdout: {e}").into())
 }
 
 /// What `args` ask to write; options that need `--output` without it are

@@ -401,7 +401,7 @@ impl Acquisition {
         let single = self.single;
         let array = &mut self.arrays[at];
         let plane = array.plane_bytes;
-        if !single && plane > 0 && data.len() as u64 % plane != 0 {
+        if !single && !(data.len() as u64).is_multiple_of(plane) {
             let spec = array.stream.plan().spec();
             let extents: Vec<String> = spec.shape()[1..].iter().map(u64::to_string).collect();
             let elements = match extents.is_empty() {

@@ -12,7 +12,7 @@ use retile_stream::{Acquisition, AcquisitionSettings, ArrayOptions, Plate, ZarrO
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::stream::stream_err;
+use crate::error::stream_err;
 
 /// A Python value as JSON: None, bools, numbers, strings, lists, tuples
 /// and dicts as themselves (a float that is not finite as its name, which

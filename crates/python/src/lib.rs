@@ -6,6 +6,7 @@ use pyo3::prelude::*;
 mod acquire;
 mod banks;
 mod calc;
+mod error;
 mod layout;
 mod stream;
 

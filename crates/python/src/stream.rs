@@ -6,25 +6,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use pyo3::exceptions::{
-    PyOSError, PyResourceWarning, PyRuntimeError, PyRuntimeWarning, PyValueError,
-};
+use crate::error::stream_err;
+use pyo3::exceptions::{PyResourceWarning, PyRuntimeError, PyRuntimeWarning, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use retile_stream::{
     backend_named, Acquisition, ArrayOptions, DType, S3Options, StreamDType, StreamError, Summary,
     ZarrOptions,
 };
-
-/// A stream error as the Python exception of its kind, with the same one-line message.
-pub fn stream_err(e: StreamError) -> PyErr {
-    let message = e.to_string();
-    match e {
-        StreamError::Invalid(_) | StreamError::Layout(_) => PyValueError::new_err(message),
-        StreamError::Sink(_) | StreamError::Store { .. } => PyOSError::new_err(message),
-        _ => PyRuntimeError::new_err(message),
-    }
-}
 
 /// The element type named by `dtype`: retile's names (`u16`), numpy's
 /// names (`uint16`), a `numpy.dtype` or a numpy scalar type.
