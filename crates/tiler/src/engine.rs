@@ -1,12 +1,12 @@
 //! The CPU engine: fills one epoch of tiles while the sink thread writes the
 //! previous one, so memory stays at two epochs whatever the stream's length.
 
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::Arc;
 use std::time::Instant;
 
 use retile_plan::{
-    epoch_buffer_count, filled, plan_stream, EpochBuffer, Sink, StreamError, StreamPlan,
-    StreamSpec, Summary,
+    epoch_buffer_count, filled, plan_stream, shared_pool, EpochBuffer, Sink, StreamError,
+    StreamPlan, StreamSpec, Summary,
 };
 
 use crate::scatter::Geometry;
@@ -189,27 +189,11 @@ impl Filler for TileStream {
 /// # Ok::<(), retile_plan::StreamError>(())
 /// ```
 pub fn thread_pool(threads: usize) -> Result<Arc<rayon::ThreadPool>, StreamError> {
-    static POOLS: Mutex<Vec<(usize, Weak<rayon::ThreadPool>)>> = Mutex::new(Vec::new());
     if threads > MAX_THREADS {
         return Err(StreamError::Invalid(format!(
             "a stream tiles with 0 (all cores) to {MAX_THREADS} threads, not {threads}"
         )));
     }
-    let mut pools = POOLS.lock().unwrap_or_else(|e| e.into_inner());
-    pools.retain(|(_, pool)| pool.strong_count() > 0);
-    if let Some(pool) = pools
-        .iter()
-        .find(|(n, _)| *n == threads)
-        .and_then(|(_, p)| p.upgrade())
-    {
-        return Ok(pool);
-    }
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .thread_name(|i| format!("retile-tiler-{i}"))
-        .build()
-        .map(Arc::new)
-        .map_err(|e| StreamError::Invalid(format!("cannot start {threads} threads: {e}")))?;
-    pools.push((threads, Arc::downgrade(&pool)));
-    Ok(pool)
+    shared_pool("retile-tiler", threads)
+        .map_err(|e| StreamError::Invalid(format!("cannot start {threads} threads: {e}")))
 }
