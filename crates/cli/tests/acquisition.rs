@@ -5,6 +5,8 @@
 //! has zarr and numpy) and compared with its input. Bad settings and inputs
 //! are refused with one clear error, and what was complete is kept.
 
+mod readback;
+
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -19,10 +21,6 @@ const DTYPES: [(&str, &str); 6] = [
     ("i64", "int64"),
 ];
 const KEYS: [&str; 3] = ["cam0", "run/cam1", "run/deep/pos-2"];
-
-fn python() -> String {
-    std::env::var("PYTHON").unwrap_or_else(|_| "python3".into())
-}
 
 fn retile(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_retile"))
@@ -113,12 +111,7 @@ fn read_back(store: &Path, input: &Path, a: &Array, planes: u64) -> Result<(), T
     let shape = [&[planes][..], &a.shape[1..]].concat();
     let spec = serde_json::json!({"store": store, "input": input, "shape": shape,
         "dtype": DTYPES[a.dtype].1, "tile": a.tile, "pyramid": null});
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/zarr_readback.py");
-    let read = Command::new(python())
-        .arg(&script)
-        .arg(spec.to_string())
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {} (set PYTHON): {e}", python()));
+    let read = readback::zarr_readback(&spec);
     prop_assert!(
         read.status.success(),
         "{:?}: zarr-python: {}{}",
