@@ -80,6 +80,12 @@ ls "$bundle"/wheels/retile-*-cp311-abi3-*.whl >/dev/null || {
     --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux_2_28_x86_64 \
     -d "$bundle/wheels" "${peers[@]}"
 rm -f "$bundle"/wheels/numpy-*.whl # the host's numpy (16 MB of wheel would not fit)
+# the peers' own benchmark scripts (bench/device_peer.sh runs them): the
+# device sees nothing outside the repository
+if [ -d ../shared/bench ]; then
+    mkdir -p "$bundle/peer"
+    cp ../shared/bench/*.py "$bundle/peer/"
+fi
 
 {
     echo "retile bench bundle: $(git rev-parse HEAD)$(git diff --quiet HEAD || echo ' (with uncommitted changes)'), $(date -Is)"

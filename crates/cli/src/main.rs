@@ -11,6 +11,7 @@ mod error;
 mod input;
 mod plan_draw;
 mod print;
+mod rechunk_cmd;
 mod signals;
 mod stream_cmd;
 
@@ -41,6 +42,9 @@ enum Command {
     Plan(PlanCommand),
     /// Stream row-major data into tiles (a Zarr v3 array); the main job.
     Stream(Box<stream_cmd::StreamArgs>),
+    /// Re-tile an existing Zarr array (v2 or v3) into a new store, e.g.
+    /// `retile rechunk in.zarr out.zarr --tile 1,512,512 --shard 1,4,4 --memory 4G`.
+    Rechunk(Box<rechunk_cmd::RechunkArgs>),
     /// GPU benchmarks (a build with `--features cuda`): permutes, the device scatter, pinned streaming.
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -92,6 +96,7 @@ fn main() -> ExitCode {
         Some(Command::Plan(PlanCommand::Stream(args))) => stream_cmd::plan(&args),
         Some(Command::Plan(PlanCommand::Copy(args))) => copy_cmd::plan(&args),
         Some(Command::Stream(args)) => stream_cmd::stream(&args),
+        Some(Command::Rechunk(args)) => rechunk_cmd::run(&args),
         #[cfg(feature = "cuda")]
         Some(Command::Bench(BenchCommand::Gpu(args))) => bench_cmd::bench(&args),
         #[cfg(feature = "cuda")]

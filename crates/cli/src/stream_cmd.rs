@@ -40,7 +40,7 @@ pub struct ShapeArgs {
 
 /// Bytes, with an optional K, M, G or T suffix (powers of 1024; KiB and
 /// the like mean the same).
-fn parse_bytes(text: &str) -> Result<u64, String> {
+pub(crate) fn parse_bytes(text: &str) -> Result<u64, String> {
     let t = text.trim();
     let digits = t.trim_end_matches(|c: char| c.is_ascii_alphabetic());
     let shift = match t[digits.len()..].to_ascii_uppercase().as_str() {
@@ -111,7 +111,7 @@ pub struct PyramidArgs {
 
 impl PyramidArgs {
     /// The pyramid asked for; `--levels` or `--downsample` without `--pyramid` is an error.
-    fn options(&self) -> Result<Option<PyramidOptions>, CliError> {
+    pub(crate) fn options(&self) -> Result<Option<PyramidOptions>, CliError> {
         let Some(method) = &self.pyramid else {
             return match self.levels.is_some() || self.downsample.is_some() {
                 true => {
@@ -269,7 +269,7 @@ pub struct StreamArgs {
 
 /// A comma-separated list of extents, slowest first.
 #[derive(Clone, Debug)]
-pub struct Dims(Vec<u64>);
+pub struct Dims(pub(crate) Vec<u64>);
 
 /// `--sync`'s policy, with the reason where it is none.
 fn parse_sync(text: &str) -> Result<SyncPolicy, String> {
@@ -277,7 +277,7 @@ fn parse_sync(text: &str) -> Result<SyncPolicy, String> {
         .map_err(|e: retile_stream::StreamError| e.to_string())
 }
 
-fn parse_list(text: &str) -> Result<Dims, String> {
+pub(crate) fn parse_list(text: &str) -> Result<Dims, String> {
     text.split(',')
         .map(|v| {
             v.trim().parse::<u64>().map_err(|_| {
@@ -583,7 +583,7 @@ pub fn stream(args: &StreamArgs) -> Result<ExitCode, CliError> {
     )
 }
 
-fn progress_bar(expected: Option<u64>) -> ProgressBar {
+pub(crate) fn progress_bar(expected: Option<u64>) -> ProgressBar {
     let bar = match expected {
         Some(total) => ProgressBar::new(total),
         None => ProgressBar::no_length(),

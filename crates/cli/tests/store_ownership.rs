@@ -8,11 +8,13 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use zarrs::array::Array;
-use zarrs::filesystem::FilesystemStore;
+mod common;
+use common::{claimed, planes_holding_the_pattern};
+
+/// The elements of a plane of the streams these tests write (16x16).
+const PLANE: u64 = 256;
 
 fn retile(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_retile"))
@@ -53,28 +55,6 @@ fn stream_args<'a>(path: &'a str, planes: &'a str, extra: &[&'a str]) -> Vec<&'a
     ];
     args.extend_from_slice(extra);
     args
-}
-
-/// The planes the array at `path` (inside a store at `root`, `key` "/" for
-/// the root) claims, after checking every claimed element against the
-/// synthetic pattern (element i holds i, truncated to u16).
-fn planes_holding_the_pattern(root: &Path, key: &str) -> u64 {
-    let store = Arc::new(FilesystemStore::new(root).unwrap());
-    let array = Array::open(store, key).unwrap_or_else(|e| panic!("{}{key}: {e}", root.display()));
-    let values: Vec<u16> = array.retrieve_array_subset(&array.subset_all()).unwrap();
-    for (i, &v) in values.iter().enumerate() {
-        assert_eq!(v, i as u16, "element {i} of {}", root.display());
-    }
-    values.len() as u64 / 256
-}
-
-/// The planes the array's `zarr.json` at `dir` claims (0 if unreadable).
-fn claimed(dir: &Path) -> u64 {
-    let meta = std::fs::read_to_string(dir.join("zarr.json")).unwrap_or_default();
-    serde_json::from_str::<serde_json::Value>(&meta)
-        .ok()
-        .and_then(|m| m["shape"][0].as_u64())
-        .unwrap_or(0)
 }
 
 /// Starts a long stream into `path` and waits (a minute at most) until it
@@ -151,7 +131,7 @@ fn a_second_writer_is_refused_naming_the_owner_even_with_overwrite() {
         );
         interrupt(first);
         // the first writer's store is whole: the refused ones touched nothing
-        let planes = planes_holding_the_pattern(&path, if pyramid { "/0" } else { "/" });
+        let planes = planes_holding_the_pattern(&path, if pyramid { "/0" } else { "/" }, PLANE);
         assert!(planes > 0);
         assert!(
             !path.join(".retile.lock").exists(),
@@ -160,7 +140,7 @@ fn a_second_writer_is_refused_naming_the_owner_even_with_overwrite() {
         // once the owner is gone, the store may be overwritten
         succeeds(&[&stream_args(text, "3", extra)[..], &["--overwrite"]].concat());
         assert_eq!(
-            planes_holding_the_pattern(&path, if pyramid { "/0" } else { "/" }),
+            planes_holding_the_pattern(&path, if pyramid { "/0" } else { "/" }, PLANE),
             3
         );
     }
@@ -195,7 +175,7 @@ fn two_writers_started_together_never_both_succeed() {
         assert!(
             ok <= 1
                 || !path.join("zarr.json").exists()
-                || planes_holding_the_pattern(&path, "/") == 200,
+                || planes_holding_the_pattern(&path, "/", PLANE) == 200,
             "trial {trial}: both writers succeeded"
         );
         for failed in [&a, &b].into_iter().filter(|o| !o.status.success()) {
@@ -208,7 +188,11 @@ fn two_writers_started_together_never_both_succeed() {
         }
         // whoever won, the store holds its planes, each one whole
         if ok == 1 {
-            assert_eq!(planes_holding_the_pattern(&path, "/"), 200, "trial {trial}");
+            assert_eq!(
+                planes_holding_the_pattern(&path, "/", PLANE),
+                200,
+                "trial {trial}"
+            );
         }
         assert!(ok <= 1, "trial {trial}: two writers both claimed the store");
     }
@@ -224,7 +208,7 @@ fn a_killed_writer_does_not_block_the_next() {
     first.wait().unwrap();
     // the kernel released its lock: a retry is not told that someone writes
     succeeds(&[&stream_args(text, "5", &[])[..], &["--overwrite"]].concat());
-    assert_eq!(planes_holding_the_pattern(&path, "/"), 5);
+    assert_eq!(planes_holding_the_pattern(&path, "/", PLANE), 5);
 }
 
 #[test]
@@ -271,7 +255,7 @@ fn overwrite_refuses_a_directory_holding_anything_that_is_not_part_of_a_store() 
     }
     // with nothing foreign, the store is replaced
     succeeds(&stream_args(text, "2", &["--overwrite"]));
-    assert_eq!(planes_holding_the_pattern(&path, "/"), 2);
+    assert_eq!(planes_holding_the_pattern(&path, "/", PLANE), 2);
     assert!(!path.join("0").exists(), "the old image's level was left");
 }
 
@@ -292,7 +276,7 @@ fn overwrite_follows_a_symbolic_link_and_never_replaces_it() {
             .is_symlink(),
         "the link was replaced"
     );
-    assert_eq!(planes_holding_the_pattern(&real, "/"), 5);
+    assert_eq!(planes_holding_the_pattern(&real, "/", PLANE), 5);
     // a link to nothing is refused, and stays as it was
     let dangling = dir.path().join("dangling.zarr");
     std::os::unix::fs::symlink(dir.path().join("nowhere"), &dangling).unwrap();
@@ -324,7 +308,7 @@ fn retiles_own_leftovers_never_block_a_retry() {
         .unwrap();
         let extra: &[&str] = if overwrite { &["--overwrite"] } else { &[] };
         succeeds(&stream_args(text, "3", extra));
-        assert_eq!(planes_holding_the_pattern(&path, "/"), 3);
+        assert_eq!(planes_holding_the_pattern(&path, "/", PLANE), 3);
         let names: Vec<String> = std::fs::read_dir(&path)
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -356,7 +340,11 @@ fn sync_rows_writes_the_same_store_and_bad_policies_are_refused() {
         } else {
             "/"
         };
-        assert_eq!(planes_holding_the_pattern(&path, key), 9, "{extra:?}");
+        assert_eq!(
+            planes_holding_the_pattern(&path, key, PLANE),
+            9,
+            "{extra:?}"
+        );
     }
     let path = dir.path().join("bad.zarr");
     let out = retile(&stream_args(
@@ -404,7 +392,7 @@ fn pyramid_levels_never_claim_more_than_their_parent_when_killed() {
         child.kill().unwrap();
         child.wait().unwrap();
         let halves_first = trial % 2 == 0;
-        let mut parent = planes_holding_the_pattern(&path, "/0");
+        let mut parent = planes_holding_the_pattern(&path, "/0", PLANE);
         for k in 1..3 {
             let level = path.join(k.to_string());
             if !level.join("zarr.json").exists() {
@@ -522,5 +510,5 @@ fn a_start_that_fails_after_the_store_is_made_leaves_nothing_behind() {
         "leftovers in the user's directory"
     );
     succeeds(&stream_args(text, "3", &["--pyramid", "mean"]));
-    assert_eq!(planes_holding_the_pattern(&path, "/0"), 3);
+    assert_eq!(planes_holding_the_pattern(&path, "/0", PLANE), 3);
 }

@@ -6,11 +6,10 @@
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
-use std::sync::Arc;
 use std::time::Duration;
 
-use zarrs::array::Array;
-use zarrs::filesystem::FilesystemStore;
+mod common;
+use common::planes_holding_the_pattern;
 
 fn retile(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_retile"))
@@ -33,18 +32,6 @@ fn refused(args: &[&str], expected: &str) {
         err.contains(expected) && !err.contains("panicked"),
         "{args:?}: {err}"
     );
-}
-
-/// The planes the store claims, after checking every claimed element
-/// against the synthetic pattern (element i holds i, truncated to u16).
-fn claimed_planes_hold_the_pattern(path: &Path, plane: u64) -> u64 {
-    let store = Arc::new(FilesystemStore::new(path).unwrap());
-    let array = Array::open(store, "/").unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let values: Vec<u16> = array.retrieve_array_subset(&array.subset_all()).unwrap();
-    for (i, &v) in values.iter().enumerate() {
-        assert_eq!(v, i as u16, "element {i} of {}", path.display());
-    }
-    values.len() as u64 / plane
 }
 
 #[test]
@@ -99,7 +86,7 @@ fn a_stream_killed_at_any_moment_leaves_a_store_that_holds_what_it_claims() {
             );
             continue; // killed before the store was made
         }
-        let planes = claimed_planes_hold_the_pattern(&path, 256);
+        let planes = planes_holding_the_pattern(&path, "/", 256);
         assert!(
             !after_data || planes > 0,
             "trial {trial}: a claimed plane was lost"
@@ -149,7 +136,7 @@ fn sigint_writes_every_plane_taken_and_closes_the_store() {
     drop(stdin);
     assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
     assert!(stderr(&out).contains("interrupted"), "{}", stderr(&out));
-    assert_eq!(claimed_planes_hold_the_pattern(&path, 256), 10);
+    assert_eq!(planes_holding_the_pattern(&path, "/", 256), 10);
 }
 
 #[test]
@@ -184,7 +171,7 @@ fn input_beyond_a_bounded_shape_is_refused_after_every_plane_of_the_shape_is_wri
             stderr(&out)
         );
         assert_eq!(
-            claimed_planes_hold_the_pattern(&path, 256),
+            planes_holding_the_pattern(&path, "/", 256),
             10,
             "shard {shard}"
         );
@@ -302,7 +289,7 @@ fn impossible_shards_are_refused_before_anything_is_made() {
         path.to_str().unwrap(),
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
-    assert_eq!(claimed_planes_hold_the_pattern(&path, 256), 10);
+    assert_eq!(planes_holding_the_pattern(&path, "/", 256), 10);
 }
 
 #[test]

@@ -16,6 +16,9 @@ use std::time::{Duration, Instant};
 use zarrs::array::Array;
 use zarrs::filesystem::FilesystemStore;
 
+mod common;
+use common::claimed;
+
 fn retile() -> Command {
     Command::new(env!("CARGO_BIN_EXE_retile"))
 }
@@ -42,15 +45,6 @@ fn noise(mut seed: u64, n: usize) -> Vec<u8> {
     }
     out.truncate(n);
     out
-}
-
-/// The planes the store at `path` claims (0 before its metadata exists).
-fn claimed(path: &Path) -> u64 {
-    let meta = std::fs::read_to_string(path.join("zarr.json")).unwrap_or_default();
-    serde_json::from_str::<serde_json::Value>(&meta)
-        .ok()
-        .and_then(|m| m["shape"][0].as_u64())
-        .unwrap_or(0)
 }
 
 /// Every byte the u16 store at `path` holds, read back by zarrs.

@@ -42,5 +42,5 @@ pub use budget::Budget;
 pub use keys::{check_key, groups_of};
 pub use metadata::{default_axes, Axis, NgffOptions, NGFF_VERSION};
 pub use open::{open_ngff, open_output, Output};
-pub use options::{backend_named, ArrayOptions, ResolvedArray};
+pub use options::{backend_named, pyramid_named, ArrayOptions, ResolvedArray};
 pub use plate::Plate;

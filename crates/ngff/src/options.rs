@@ -223,17 +223,11 @@ impl ArrayOptions {
 
     /// The pyramid asked for; `levels` or `downsample` without one is an error.
     fn pyramid_options(&self) -> Result<Option<PyramidOptions>, StreamError> {
-        match &self.pyramid {
-            Some(method) => Ok(Some(PyramidOptions {
-                method: method.parse::<Method>()?,
-                downsample: self.downsample.clone(),
-                levels: self.levels,
-            })),
-            None if self.levels.is_some() || self.downsample.is_some() => Err(StreamError::Invalid(
-                "levels and downsample take effect only with pyramid='mean' (or min, max, decimate, median)".into(),
-            )),
-            None => Ok(None),
-        }
+        pyramid_named(
+            self.pyramid.as_deref(),
+            self.levels,
+            self.downsample.clone(),
+        )
     }
 
     /// The OME-Zarr axes of the given names, types and units (each absent =
@@ -292,5 +286,34 @@ pub fn backend_named(name: &str, threads: usize) -> Result<Backend, StreamError>
         other => Err(StreamError::Invalid(format!(
             "unknown backend '{other}'; use 'cpu' or 'cuda'"
         ))),
+    }
+}
+
+/// The pyramid of a `method` (`mean`, `min`, `max`, `decimate`, `median`;
+/// `None`: no pyramid) with `levels` and `downsample`; either of those
+/// without a method is an error.
+///
+/// ```
+/// use retile_ngff::pyramid_named;
+/// assert_eq!(pyramid_named(Some("max"), Some(3), None)?.unwrap().levels, Some(3));
+/// assert!(pyramid_named(None, None, None)?.is_none());
+/// assert!(pyramid_named(None, Some(3), None).is_err());
+/// # Ok::<(), retile_plan::StreamError>(())
+/// ```
+pub fn pyramid_named(
+    method: Option<&str>,
+    levels: Option<usize>,
+    downsample: Option<Vec<bool>>,
+) -> Result<Option<PyramidOptions>, StreamError> {
+    match method {
+        Some(method) => Ok(Some(PyramidOptions {
+            method: method.parse::<Method>()?,
+            downsample,
+            levels,
+        })),
+        None if levels.is_some() || downsample.is_some() => Err(StreamError::Invalid(
+            "levels and downsample take effect only with pyramid='mean' (or min, max, decimate, median)".into(),
+        )),
+        None => Ok(None),
     }
 }

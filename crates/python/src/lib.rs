@@ -8,6 +8,7 @@ mod banks;
 mod calc;
 mod error;
 mod layout;
+mod rechunk;
 mod stream;
 
 /// The native module; import `retile` instead.
@@ -18,5 +19,6 @@ fn _retile(m: &Bound<'_, PyModule>) -> PyResult<()> {
     layout::register(m)?;
     banks::register(m)?;
     calc::register(m)?;
+    rechunk::register(m)?;
     Ok(())
 }

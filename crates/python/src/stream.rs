@@ -11,9 +11,20 @@ use pyo3::exceptions::{PyResourceWarning, PyRuntimeError, PyRuntimeWarning, PyVa
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use retile_stream::{
-    backend_named, Acquisition, ArrayOptions, DType, S3Options, StreamDType, StreamError, Summary,
-    ZarrOptions,
+    backend_named, pyramid_named, Acquisition, ArrayOptions, DType, PyramidOptions, S3Options,
+    StreamDType, StreamError, Summary, ZarrOptions,
 };
+
+/// The pyramid of the `pyramid`, `levels` and `downsample` arguments
+/// (`None`: no pyramid; `levels` or `downsample` without a method is an
+/// error), as every array's description reads them.
+pub(crate) fn pyramid_options(
+    pyramid: Option<&str>,
+    levels: Option<usize>,
+    downsample: Option<Vec<bool>>,
+) -> PyResult<Option<PyramidOptions>> {
+    pyramid_named(pyramid, levels, downsample).map_err(stream_err)
+}
 
 /// The element type named by `dtype`: retile's names (`u16`), numpy's
 /// names (`uint16`), a `numpy.dtype` or a numpy scalar type.
@@ -269,7 +280,7 @@ fn _finish_live_streams(py: Python<'_>) {
     }
 }
 
-fn summary_dict<'py>(py: Python<'py>, s: &Summary) -> PyResult<Bound<'py, PyDict>> {
+pub(crate) fn summary_dict<'py>(py: Python<'py>, s: &Summary) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("bytes", s.bytes)?;
     d.set_item("planes", s.planes)?;

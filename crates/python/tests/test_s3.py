@@ -85,6 +85,23 @@ def test_a_stream_into_s3_reads_back_with_zarr_python(endpoint, shard, codec):
     assert np.array_equal(array[...], data)
 
 
+def test_an_array_in_s3_written_by_zarr_python_is_retiled_from_and_into_s3(endpoint, tmp_path):
+    zarr = need("zarr")
+    data = np.random.default_rng(4).integers(0, 60000, size=(11, 30, 20), dtype=np.uint16)
+    opts = {"endpoint_url": endpoint}
+    src = zarr.create_array("s3://retile-py/rechunk-src.zarr", shape=data.shape, chunks=(4, 16, 8),
+                            shards=(8, 16, 16), dtype=data.dtype, storage_options=opts)
+    src[...] = data
+    retile.rechunk("s3://retile-py/rechunk-src.zarr", tmp_path / "local.zarr", tile=(1, 30, 20), memory=1 << 20)
+    assert np.array_equal(zarr.open_array(str(tmp_path / "local.zarr"), mode="r")[...], data)
+    retile.rechunk(tmp_path / "local.zarr", "s3://retile-py/rechunk-dst.zarr", tile=(3, 10, 10), shard=(2, 3, 2),
+                   codec="zstd:1")
+    back = zarr.open_array("s3://retile-py/rechunk-dst.zarr", mode="r", storage_options=opts)
+    assert tuple(back.chunks) == (3, 10, 10) and np.array_equal(back[...], data)
+    with pytest.raises(ValueError, match="not a Zarr array"):
+        retile.rechunk("s3://retile-py/nothing-here.zarr", tmp_path / "none.zarr", tile=(1, 1, 1))
+
+
 def test_an_existing_store_in_s3_is_refused(endpoint):
     url = "s3://retile-py/twice.zarr"
     with retile.Stream(url, shape=(2, 8, 8), tile=(2, 8, 8), dtype="uint8") as s:

@@ -211,10 +211,12 @@ impl Dest {
     }
 
     /// Removes what a failed start made in the store (a local directory:
-    /// its files, and itself if the start made it).
+    /// its files, and itself if the start made it; a prefix in S3: its
+    /// objects).
     pub fn abandon(&self) {
-        if let Dest::Local { root, held, .. } = self {
-            abandon(root, held);
+        match self {
+            Dest::Local { root, held, .. } => abandon(root, held),
+            Dest::Object(bucket) => bucket.abandon(),
         }
     }
 }

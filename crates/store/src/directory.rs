@@ -138,6 +138,20 @@ fn survey(dir: &Path, ours: bool) -> Result<Found, Keep> {
     Ok(found)
 }
 
+/// Whether the object key `relative` (inside a store's prefix) names a part
+/// of a store retile writes: a `zarr.json`, a chunk `c/<i>/<j>/...` or one
+/// of retile's leftovers, at the root or inside numbered level arrays. The
+/// same entries [`survey`] accepts in a directory.
+pub(crate) fn is_store_key(relative: &str) -> bool {
+    let mut parts = relative.split('/').skip_while(|p| is_number(p)).peekable();
+    match parts.next() {
+        Some("zarr.json") => parts.next().is_none(),
+        Some(name) if LEFTOVERS.contains(&name) => parts.next().is_none(),
+        Some("c") => parts.peek().is_some() && parts.all(is_number),
+        _ => false,
+    }
+}
+
 /// Checks that `dir` holds chunks alone: directories and files named by
 /// chunk coordinates.
 fn chunk_tree(dir: &Path) -> Result<(), Keep> {
@@ -324,6 +338,33 @@ pub(crate) fn abandon(path: &Path, held: &HeldDirectory) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_store_key_is_metadata_a_chunk_or_a_leftover_at_the_root_or_in_a_level() {
+        for key in [
+            "zarr.json",
+            "c/0",
+            "c/0/12/3",
+            "2/zarr.json",
+            "1/c/0/3",
+            ".retile.lock",
+        ] {
+            assert!(is_store_key(key), "{key}");
+        }
+        for key in [
+            "",
+            "notes.txt",
+            "c",
+            "c/x",
+            "c/0/",
+            "a/zarr.json",
+            "zarr.json/x",
+            "0",
+            "1/c",
+        ] {
+            assert!(!is_store_key(key), "{key}");
+        }
+    }
 
     #[test]
     fn numbers_are_digits_alone() {

@@ -55,7 +55,7 @@ pub use chain::{ChainLink, ClaimChain};
 pub use codec::{BloscKind, Codec, Shuffle};
 pub use dest::{StorePath, MAX_PREFIX_BYTES};
 pub use group::Group;
-pub use object::{S3Options, S3Traffic, IN_FLIGHT_PARTS, PART_BYTES, ROWS_COMPLETING};
+pub use object::{s3_client, S3Options, S3Traffic, IN_FLIGHT_PARTS, PART_BYTES, ROWS_COMPLETING};
 pub use options::{SyncPolicy, ZarrOptions, MAX_WRITERS};
 pub use retry::{Cancel, STOP_GRACE};
 pub use root::StoreRoot;

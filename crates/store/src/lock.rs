@@ -294,6 +294,19 @@ impl ObjectLock {
         key.filename() == Some(LOCK_NAME)
     }
 
+    /// The owner of the lock object at `key` (the lock of the store at
+    /// `url`), described, while it is alive; `None` where there is no lock
+    /// or it is stale.
+    pub fn live_owner(
+        store: &AmazonS3,
+        runtime: &tokio::runtime::Runtime,
+        key: &Key,
+        url: &Path,
+    ) -> Result<Option<String>, StreamError> {
+        let read = runtime.block_on(read_lock(store, key, url))?;
+        Ok(read.and_then(|r| r.live_owner))
+    }
+
     /// Fails once another stream took the lock over (this stream stalled
     /// for longer than [`STALE_AFTER`]): nothing more may be claimed.
     pub fn check(&self) -> Result<(), DestError> {
@@ -304,24 +317,23 @@ impl ObjectLock {
     }
 }
 
-/// Creates the lock object at `key`, or takes over a stale one; returns the
-/// version written.
-async fn take(store: &AmazonS3, key: &Key, url: &Path) -> Result<UpdateVersion, StreamError> {
-    let body = || PutPayload::from(Owner::this_process().to_text().into_bytes());
-    let created = store
-        .put_opts(key, body(), PutOptions::from(PutMode::Create))
-        .await;
-    let existing = match created {
-        Ok(put) => return Ok(put.into()),
-        Err(object_store::Error::AlreadyExists { .. }) => store.get(key).await,
-        Err(e) => return Err(request_error(url, "creating the store's lock object", e)),
-    };
-    let existing = match existing {
+/// A lock object as read: its version, and its owner's description while
+/// that owner is alive (`None`: stale, or left by a process of this host
+/// that no longer runs).
+struct ReadLock {
+    version: UpdateVersion,
+    live_owner: Option<String>,
+}
+
+/// Reads the lock object at `key` (`None`: there is none).
+async fn read_lock(
+    store: &AmazonS3,
+    key: &Key,
+    url: &Path,
+) -> Result<Option<ReadLock>, StreamError> {
+    let existing = match store.get(key).await {
         Ok(existing) => existing,
-        // released between the two requests: try again from the start
-        Err(object_store::Error::NotFound { .. }) => {
-            return Box::pin(take(store, key, url)).await;
-        }
+        Err(object_store::Error::NotFound { .. }) => return Ok(None),
         Err(e) => return Err(request_error(url, "reading the store's lock object", e)),
     };
     let version = UpdateVersion {
@@ -337,9 +349,34 @@ async fn take(store: &AmazonS3, key: &Key, url: &Path) -> Result<UpdateVersion, 
     let stale = owner.as_ref().is_none_or(|o| {
         o.is_dead_here() || now_seconds().saturating_sub(o.refreshed) > STALE_AFTER.as_secs()
     });
-    if !stale {
-        return Err(refusal(url, &describe(&text)));
+    let live_owner = (!stale).then(|| describe(&text));
+    Ok(Some(ReadLock {
+        version,
+        live_owner,
+    }))
+}
+
+/// Creates the lock object at `key`, or takes over a stale one; returns the
+/// version written.
+async fn take(store: &AmazonS3, key: &Key, url: &Path) -> Result<UpdateVersion, StreamError> {
+    let body = || PutPayload::from(Owner::this_process().to_text().into_bytes());
+    let created = store
+        .put_opts(key, body(), PutOptions::from(PutMode::Create))
+        .await;
+    match created {
+        Ok(put) => return Ok(put.into()),
+        Err(object_store::Error::AlreadyExists { .. }) => {}
+        Err(e) => return Err(request_error(url, "creating the store's lock object", e)),
     }
+    let version = match read_lock(store, key, url).await? {
+        // released between the two requests: try again from the start
+        None => return Box::pin(take(store, key, url)).await,
+        Some(ReadLock {
+            live_owner: Some(owner),
+            ..
+        }) => return Err(refusal(url, &owner)),
+        Some(ReadLock { version, .. }) => version,
+    };
     match store
         .put_opts(key, body(), PutOptions::from(PutMode::Update(version)))
         .await

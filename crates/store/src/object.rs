@@ -120,6 +120,20 @@ fn payloads_unsigned(endpoint: &str, setting: Option<&str>) -> bool {
     }
 }
 
+/// How long a failed start waits to list what it stored, to remove it.
+const ABANDON_WAIT: Duration = Duration::from_secs(5);
+
+/// The part of `key` below `prefix` (the whole key at a bucket's root).
+fn relative_key<'k>(prefix: &Key, key: &'k Key) -> &'k str {
+    let (prefix, key) = (prefix.as_ref(), key.as_ref());
+    match prefix.is_empty() {
+        true => key,
+        false => key
+            .strip_prefix(prefix)
+            .map_or(key, |rest| rest.trim_start_matches('/')),
+    }
+}
+
 /// How long an abandoned multipart upload may take to abort before it is
 /// left to the bucket's lifecycle rules (the abort is tried once: the
 /// store stopped retrying).
@@ -432,6 +446,48 @@ fn sign_payloads(builder: AmazonS3Builder, options: &S3Options) -> AmazonS3Build
     }
 }
 
+/// A client of `bucket` (`url` as the user wrote it, for messages),
+/// configured from the environment and `options` as a store's is (its
+/// settings checked, the endpoint reached), every request retried within
+/// the budget it returns.
+fn client(
+    bucket: &str,
+    url: &Path,
+    options: &S3Options,
+) -> Result<(AmazonS3, Arc<Budget>), StreamError> {
+    let budget = Arc::new(Budget::new(
+        options.retry_timeout,
+        options.backoff,
+        options.cancel.clone(),
+    ));
+    let builder = configure(bucket, options, &budget)?;
+    settings::check(&builder, &options.config)?;
+    check_reachable(&builder, url)?;
+    let builder = sign_payloads(builder, options);
+    let store = builder.build().map_err(|e| StreamError::Store {
+        doing: "configuring the S3 client".into(),
+        path: url.to_owned(),
+        source: explain(e),
+    })?;
+    Ok((store, budget))
+}
+
+/// A client for reading `s3://BUCKET/...` (`url`), configured as a
+/// store's is: the environment's settings, then `options`'s, every request
+/// retried within `options.retry_timeout`. For readers of existing arrays
+/// (re-tiling); a stream's own store makes its client itself.
+///
+/// ```
+/// use retile_store::{s3_client, S3Options};
+/// // a setting that is not one is refused before any request
+/// let options = S3Options { config: vec![("aws_colour".into(), "blue".into())], ..Default::default() };
+/// let err = s3_client("bucket", "s3://bucket/a.zarr".as_ref(), &options).unwrap_err().to_string();
+/// assert!(err.contains("aws_colour"), "{err}");
+/// ```
+pub fn s3_client(bucket: &str, url: &Path, options: &S3Options) -> Result<AmazonS3, StreamError> {
+    client(bucket, url, options).map(|(store, _)| store)
+}
+
 impl Bucket {
     /// A client for the objects under `prefix` in `bucket` (`url` as the
     /// user wrote it, for messages), configured from the environment and
@@ -442,20 +498,7 @@ impl Bucket {
         url: &Path,
         options: &S3Options,
     ) -> Result<Bucket, StreamError> {
-        let budget = Arc::new(Budget::new(
-            options.retry_timeout,
-            options.backoff,
-            options.cancel.clone(),
-        ));
-        let builder = configure(bucket, options, &budget)?;
-        settings::check(&builder, &options.config)?;
-        check_reachable(&builder, url)?;
-        let builder = sign_payloads(builder, options);
-        let store = builder.build().map_err(|e| StreamError::Store {
-            doing: "configuring the S3 client".into(),
-            path: url.to_owned(),
-            source: explain(e),
-        })?;
+        let (store, budget) = client(bucket, url, options)?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(RUNTIME_THREADS)
             .thread_name("retile-s3")
@@ -581,19 +624,90 @@ impl Bucket {
                 "{url} is not a Zarr store (it has no zarr.json); refusing to delete it"
             )));
         }
+        let keys = self
+            .runtime
+            .block_on(async { store.list(Some(&prefix)).try_collect::<Vec<_>>().await })
+            .map_err(|e| listing("listing the old store", e))?;
+        self.count(1, 0);
+        let keys: Vec<Key> = keys.into_iter().map(|m| m.location).collect();
+        self.check_deletable(&prefix, &keys)?;
+        self.delete_all_but_locks(keys)
+    }
+
+    /// Refuses to delete the store under `prefix` when one of its `keys` is
+    /// not part of a Zarr store, or is the lock of an array inside that a
+    /// live stream writes (a level, or an array streamed there alone).
+    fn check_deletable(&self, prefix: &Key, keys: &[Key]) -> Result<(), StreamError> {
+        let url = self.url.display();
+        let own_lock = prefix.clone().join(crate::lock::LOCK_NAME);
+        for key in keys {
+            let relative = relative_key(prefix, key);
+            if !crate::directory::is_store_key(relative) {
+                return Err(StreamError::Invalid(format!(
+                    "{url} is not a Zarr store alone: it holds the object {relative}, which is not part of a Zarr store; refusing to delete anything there (move it away, or write elsewhere)"
+                )));
+            }
+            if crate::lock::ObjectLock::is_lock(key) && *key != own_lock {
+                let array = self
+                    .url
+                    .join(relative.trim_end_matches(crate::lock::LOCK_NAME));
+                let live = crate::lock::ObjectLock::live_owner(
+                    &self.shared.store,
+                    &self.runtime,
+                    key,
+                    &array,
+                )?;
+                self.count(1, 0);
+                if let Some(owner) = live {
+                    return Err(crate::lock::refusal(&array, &owner));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Deletes every object of `keys` but the locks (a lock is its owner's
+    /// to delete).
+    fn delete_all_but_locks(&self, keys: Vec<Key>) -> Result<(), StreamError> {
+        let keys: Vec<Key> = keys
+            .into_iter()
+            .filter(|k| !crate::lock::ObjectLock::is_lock(k))
+            .collect();
         let deleted = self
             .runtime
             .block_on(async {
-                let keys = store
-                    .list(Some(&prefix))
-                    .try_filter(not_lock)
-                    .map_ok(|m| m.location);
-                let deleted: Vec<Key> = store.delete_stream(Box::pin(keys)).try_collect().await?;
+                let keys = futures::stream::iter(keys.into_iter().map(Ok));
+                let deleted: Vec<Key> = self
+                    .shared
+                    .store
+                    .delete_stream(Box::pin(keys))
+                    .try_collect()
+                    .await?;
                 Ok::<_, object_store::Error>(deleted.len())
             })
-            .map_err(|e| listing("deleting the old store", e))?;
+            .map_err(|e| self.fail("deleting the old store".into(), explain(e)))?;
         self.count(deleted as u64, 0);
         Ok(())
+    }
+
+    /// Removes what a start that failed stored under the prefix (it held
+    /// nothing but locks when the start made it ready), so that the same
+    /// start can be tried again; a failure to remove is passed over, as the
+    /// start's own error is the one reported.
+    pub fn abandon(&self) {
+        let Ok(prefix) = self.key("") else { return };
+        let listed = self.runtime.block_on(async {
+            let all = self
+                .shared
+                .store
+                .list(Some(&prefix))
+                .try_collect::<Vec<_>>();
+            tokio::time::timeout(ABANDON_WAIT, all).await
+        });
+        if let Ok(Ok(objects)) = listed {
+            let keys = objects.into_iter().map(|m| m.location).collect();
+            let _ = self.delete_all_but_locks(keys);
+        }
     }
 
     /// A permit of the store's [`IN_FLIGHT_PARTS`], waiting for one;

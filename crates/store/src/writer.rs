@@ -282,7 +282,7 @@ impl EpochWriter {
         shared.dest.sync_all().map_err(|e| {
             crate::error::store_error(
                 shared.dest.name(),
-                "syncing the store's files to the disk before its last claim",
+                "syncing the store's files to the disk before its last claim (the planes claimed so far may not be on the disk)",
                 e,
             )
         })?;

@@ -35,7 +35,7 @@
 
 pub use retile_halving::Method;
 pub use retile_ngff::{
-    backend_named, check_key, default_axes, groups_of, open_ngff, open_output, Acquisition,
+    backend_named, check_key, pyramid_named, default_axes, groups_of, open_ngff, open_output, Acquisition,
     AcquisitionSettings, ArrayOptions, Axis, Budget, NgffOptions, Output, Plate, ResolvedArray,
     NGFF_VERSION,
 };

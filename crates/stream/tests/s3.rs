@@ -318,6 +318,89 @@ fn a_pyramid_goes_up_as_an_ome_zarr_image() {
     assert_same(&read, &data, "level 0 read back");
 }
 
+/// A lock object of a stream on another host, refreshed `ago` seconds
+/// before now (live while under 90 s).
+fn foreign_lock(ago: u64) -> Vec<u8> {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    format!(
+        "pid 4242\nhost elsewhere\nstarted 2026-01-01T00:00:00Z\nrefreshed {}\n",
+        now - ago
+    )
+    .into_bytes()
+}
+
+#[test]
+fn an_image_is_overwritten_only_without_a_live_level_or_a_foreign_object_and_a_failed_start_leaves_nothing(
+) {
+    let Some(moto) = moto(false) else { return };
+    let client = moto.client();
+    let put =
+        |key: &str, bytes: Vec<u8>| block_on(client.put(&Key::from(key), bytes.into())).unwrap();
+    let delete = |key: &str| block_on(client.delete(&Key::from(key))).unwrap();
+    let keys = |prefix: &str| -> Vec<String> {
+        objects(&client, prefix).into_iter().map(|o| o.0).collect()
+    };
+    let image = |name: &str, overwrite: bool| {
+        let spec = StreamSpec::new(DType::U16, vec![0, 32, 32], vec![2, 16, 16])?;
+        let output = Output {
+            zarr: Some(ZarrOptions {
+                overwrite,
+                ..options(&format!("s3://{BUCKET}/{name}"), s3(&moto.endpoint()))
+            }),
+            pyramid: Some(PyramidOptions::default()),
+            ngff: None,
+        };
+        let mut s = open_output(spec, &[0, 0], Backend::Cpu { threads: 1 }, &output)?;
+        s.append(&to_bytes(&values(4 * 32 * 32)))?;
+        s.finish()
+    };
+    image("img", false).unwrap();
+    let stored = keys("img");
+    // a live stream writes level 1: overwriting the image is refused, naming it
+    put("img/1/.retile.lock", foreign_lock(0));
+    let err = image("img", true).unwrap_err().to_string();
+    assert!(
+        err.contains("is being written by another stream")
+            && err.contains("process 4242 on host elsewhere")
+            && err.contains("img/1"),
+        "{err}"
+    );
+    let mut expected = stored.clone();
+    expected.push("1/.retile.lock".into());
+    expected.sort();
+    assert_eq!(
+        keys("img"),
+        expected,
+        "an overwrite refused deleted objects"
+    );
+    // a stale lock is no owner; an object that is not the store's is kept
+    put("img/1/.retile.lock", foreign_lock(3600));
+    put("img/notes.txt", b"mine".to_vec());
+    let err = image("img", true).unwrap_err().to_string();
+    assert!(
+        err.contains("notes.txt") && err.contains("not part of a Zarr store"),
+        "{err}"
+    );
+    assert!(keys("img").contains(&"zarr.json".to_string()));
+    delete("img/notes.txt");
+    image("img", true).unwrap();
+    let (shape, read) = read_back(&client, "img/0");
+    assert_eq!(shape, vec![4, 32, 32]);
+    assert_same(&read, &values(4 * 32 * 32), "the image overwritten");
+    // a start that fails at level 1 leaves nothing that would refuse its retry
+    put("fresh/1/.retile.lock", foreign_lock(0));
+    let err = image("fresh", false).unwrap_err().to_string();
+    assert!(err.contains("process 4242 on host elsewhere"), "{err}");
+    assert_eq!(keys("fresh"), vec!["1/.retile.lock".to_string()]);
+    delete("fresh/1/.retile.lock");
+    image("fresh", false).unwrap();
+    let (shape, _) = read_back(&client, "fresh/0");
+    assert_eq!(shape, vec![4, 32, 32]);
+}
+
 /// A TCP relay to the server that can answer 503 `SlowDown` to the first
 /// request of `throttle` connections (every other one, from the first),
 /// and be cut (as a server that died).

@@ -2,6 +2,8 @@
 
 - ``retile.Stream``: stream a row-major tensor, in pieces, into tiles of a
   Zarr v3 array (``retile stream`` from Python).
+- ``retile.rechunk``: re-tile an existing Zarr array (v2 or v3) into a new
+  store (``retile rechunk`` from Python).
 - ``retile.Layout`` and the CuTe layout algebra under pycute's names
   (``coalesce``, ``composition``, ``logical_divide``, ...).
 - ``retile.eval`` / ``retile.show``: the layout calculator; typed register
@@ -50,6 +52,7 @@ from ._retile import (
     max_common_layout,
     max_common_vector,
     raked_product,
+    rechunk,
     rank,
     right_inverse,
     show,
@@ -72,7 +75,7 @@ __all__ = [
     "raked_product", "right_inverse", "left_inverse", "max_common_vector", "max_common_layout",
     "crd2idx", "idx2crd", "eval", "show", "evaluate", "register", "device_layout", "transpose_plan",
     "RegisterLayout", "DeviceLayout", "TransposePlan", "Swizzle", "ComposedLayout", "BankConflicts",
-    "bank_conflicts",
+    "bank_conflicts", "rechunk",
 ]
 
 

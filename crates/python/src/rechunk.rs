@@ -1,0 +1,98 @@
+//! `retile.rechunk`: an existing Zarr array (v2 or v3) re-tiled into a new
+//! store by retile's engine, on every core of this machine, the GIL
+//! released.
+
+use std::path::PathBuf;
+
+use pyo3::exceptions::{PyMemoryError, PyNotImplementedError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use retile_rechunk::{rechunk as retile_array, Rechunk, RechunkError, ZarrSource};
+use retile_stream::{Backend, Codec, Output, S3Options, ZarrOptions};
+
+use crate::error::stream_err;
+use crate::stream::{pyramid_options, summary_dict};
+
+/// A re-tiling's error as Python's: memory it cannot have is a
+/// `MemoryError`, a stream's error as a stream's, the rest `ValueError`.
+fn rechunk_err(e: RechunkError) -> PyErr {
+    match e {
+        RechunkError::Stream(e) => stream_err(e),
+        e @ RechunkError::Memory { .. } => PyMemoryError::new_err(e.to_string()),
+        e @ RechunkError::Source { .. } => PyValueError::new_err(e.to_string()),
+    }
+}
+
+/// Re-tiles the Zarr array at `src` (v2 or v3: a directory, or
+/// `s3://BUCKET/PREFIX`) into a new store at `dst` (the same kinds) with chunks
+/// `tile`, written as `retile.Stream` writes one; returns its summary.
+/// `memory` bounds the bytes used (the new array's tile buffers and two
+/// slabs of the source's chunks along the first dimension): a source whose
+/// chunks are too deep for it is refused with a `MemoryError` naming the
+/// figure it needs. `allow_http` and `s3_config` configure S3 (both
+/// paths) as for `retile.Stream`.
+///
+/// >>> import numpy as np, retile, tempfile, os
+/// >>> d = tempfile.mkdtemp()
+/// >>> with retile.Stream(os.path.join(d, "a.zarr"), shape=(4, 6), tile=(4, 3), dtype="uint8") as s:
+/// ...     _ = s.append(np.arange(24, dtype=np.uint8))
+/// >>> retile.rechunk(os.path.join(d, "a.zarr"), os.path.join(d, "b.zarr"), tile=(1, 6))["planes"]
+/// 4
+#[pyfunction]
+#[pyo3(signature = (src, dst, tile, shard=None, codec="none", pyramid=None, levels=None, downsample=None, memory=None, client=None, overwrite=false, threads=0, allow_http=false, s3_config=None))]
+#[allow(clippy::too_many_arguments)]
+fn rechunk<'py>(
+    py: Python<'py>,
+    src: PathBuf,
+    dst: PathBuf,
+    tile: Vec<u64>,
+    shard: Option<Vec<u64>>,
+    codec: &str,
+    pyramid: Option<&str>,
+    levels: Option<usize>,
+    downsample: Option<Vec<bool>>,
+    memory: Option<u64>,
+    client: Option<&Bound<'py, PyAny>>,
+    overwrite: bool,
+    threads: usize,
+    allow_http: bool,
+    s3_config: Option<std::collections::BTreeMap<String, String>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    if client.is_some() {
+        return Err(PyNotImplementedError::new_err(
+            "rechunk on a Dask cluster (client=) is not built yet; leave client out to use every core of this machine",
+        ));
+    }
+    let s3 = S3Options {
+        allow_http,
+        config: s3_config.unwrap_or_default().into_iter().collect(),
+        ..Default::default()
+    };
+    let source = ZarrSource::open(&src, &s3).map_err(rechunk_err)?;
+    let job = Rechunk {
+        tile,
+        output: Output {
+            zarr: Some(ZarrOptions {
+                path: dst,
+                codec: codec.parse::<Codec>().map_err(stream_err)?,
+                shard,
+                overwrite,
+                s3,
+                ..Default::default()
+            }),
+            pyramid: pyramid_options(pyramid, levels, downsample)?,
+            ngff: None,
+        },
+        backend: Backend::Cpu { threads },
+        memory,
+    };
+    let summary = py
+        .allow_threads(|| retile_array(&source, &job, |_| {}))
+        .map_err(rechunk_err)?;
+    summary_dict(py, &summary)
+}
+
+/// Adds `rechunk` to the module.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(rechunk, m)?)
+}

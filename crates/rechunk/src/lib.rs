@@ -1,0 +1,137 @@
+//! Re-tiling an existing Zarr array: the pipeline's other input. A source
+//! array (v2 or v3, read with zarrs) is read in slabs of whole source
+//! chunks along its first dimension, each slab read on one thread while
+//! the one before it goes through the stream (tiler -> halving -> encoder
+//! -> shard writer -> store) that [`retile_ngff::open_output`] opens, so a
+//! new store is written exactly as `retile stream` writes it, with the same
+//! claims and guarantees. Memory stays within what the caller allows: the
+//! stream's tile buffers and two slabs.
+//!
+//! ```
+//! use retile_ngff::Output;
+//! use retile_pyramid::Backend;
+//! use retile_rechunk::{rechunk, Rechunk, ZarrSource};
+//! use retile_store::ZarrOptions;
+//! let dir = tempfile::tempdir()?;
+//! // a source array of 6x4 u8, in chunks 3x2, written by retile itself
+//! let first = dir.path().join("first.zarr");
+//! let spec = retile_plan::StreamSpec::new(retile_plan::DType::U8, vec![6, 4], vec![3, 2])?;
+//! let out = Output { zarr: Some(ZarrOptions { path: first.clone(), ..Default::default() }), ..Default::default() };
+//! let mut s = retile_ngff::open_output(spec, &[0], Backend::Cpu { threads: 1 }, &out)?;
+//! s.append(&(0..24).collect::<Vec<u8>>())?;
+//! s.finish()?;
+//! // re-tiled into chunks 2x4
+//! let source = ZarrSource::open(&first, &Default::default())?;
+//! let second = dir.path().join("second.zarr");
+//! let job = Rechunk {
+//!     tile: vec![2, 4],
+//!     output: Output { zarr: Some(ZarrOptions { path: second.clone(), ..Default::default() }), ..Default::default() },
+//!     backend: Backend::Cpu { threads: 1 },
+//!     memory: None,
+//! };
+//! let summary = rechunk(&source, &job, |_| {})?;
+//! assert_eq!(summary.planes, 6);
+//! assert_eq!(ZarrSource::open(&second, &Default::default())?.read(0..6)?, (0..24).collect::<Vec<u8>>());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod error;
+mod source;
+
+use std::sync::mpsc;
+
+use retile_ngff::{open_output, Output};
+use retile_plan::{StreamSpec, Summary};
+use retile_pyramid::{Backend, PyramidOptions};
+
+pub use error::RechunkError;
+pub use source::ZarrSource;
+
+/// The slab read at a time when no memory limit is given: about this many
+/// bytes of whole source chunks (at least one chunk deep).
+pub const DEFAULT_SLAB_BYTES: u64 = 256 << 20;
+
+/// What a re-tiling writes, and with what.
+#[derive(Debug, Clone)]
+pub struct Rechunk {
+    /// The new array's tile (chunk) shape.
+    pub tile: Vec<u64>,
+    /// The new store: shards, codec, pyramid, OME-Zarr metadata, as for a
+    /// stream (dimension names default to the source's).
+    pub output: Output,
+    /// Where the tiles are made.
+    pub backend: Backend,
+    /// The most memory to use, in bytes (`None`: the stream's buffers and
+    /// two slabs of about [`DEFAULT_SLAB_BYTES`]).
+    pub memory: Option<u64>,
+}
+
+/// Re-tiles `source` as `job` says, calling `progress` with the bytes of
+/// each slab once it is taken; returns the new store's summary. A source
+/// that fails to read part-way ends the stream with what was written
+/// claimed, and its error returned.
+pub fn rechunk(
+    source: &ZarrSource,
+    job: &Rechunk,
+    mut progress: impl FnMut(u64),
+) -> Result<Summary, RechunkError> {
+    let spec = StreamSpec::new(source.dtype(), source.shape().to_vec(), job.tile.clone())?;
+    let depth = slab_depth(source, &spec, job)?;
+    let mut output = job.output.clone();
+    if let Some(zarr) = output.zarr.as_mut().filter(|z| z.dimension_names.is_none()) {
+        zarr.dimension_names = source.dimension_names();
+    }
+    let mut stream = open_output(spec, &source.fill(), job.backend, &output)?;
+    let total = source.shape()[0];
+    let (slabs, taken) = mpsc::sync_channel(1);
+    let read = std::thread::scope(|scope| {
+        scope.spawn(move || {
+            for start in (0..total).step_by(depth as usize) {
+                let slab = source.read(start..(start + depth).min(total));
+                let failed = slab.is_err();
+                if slabs.send(slab).is_err() || failed {
+                    return;
+                }
+            }
+        });
+        for slab in taken {
+            let slab = slab?;
+            stream.append(&slab)?;
+            progress(slab.len() as u64);
+        }
+        Ok::<(), RechunkError>(())
+    });
+    let finished = stream.finish();
+    read?;
+    Ok(finished?)
+}
+
+/// How many planes a slab holds: whole source chunks, as many as the
+/// memory allows beside the stream's buffers, at most the whole array.
+fn slab_depth(source: &ZarrSource, spec: &StreamSpec, job: &Rechunk) -> Result<u64, RechunkError> {
+    let chunk = source.chunk_depth().max(1);
+    let chunk_bytes = chunk.saturating_mul(source.plane_bytes()).max(1);
+    let whole = source.shape()[0].div_ceil(chunk).max(1);
+    let chunks = match job.memory {
+        None => (DEFAULT_SLAB_BYTES / chunk_bytes).max(1),
+        Some(allowed) => {
+            let one_level = PyramidOptions {
+                levels: Some(1),
+                ..Default::default()
+            };
+            let pyramid = job.output.pyramid.as_ref().unwrap_or(&one_level);
+            let stream = pyramid.memory_bytes(spec)?;
+            let needed = stream.saturating_add(chunk_bytes.saturating_mul(2));
+            if needed > allowed {
+                return Err(RechunkError::Memory {
+                    needed,
+                    stream,
+                    slab: chunk_bytes,
+                    allowed,
+                });
+            }
+            (allowed - stream) / 2 / chunk_bytes
+        }
+    };
+    Ok(chunks.min(whole) * chunk)
+}
