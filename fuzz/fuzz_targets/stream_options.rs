@@ -1,6 +1,7 @@
 //! The arguments of `retile.Stream(...)` as Python passes them, from
-//! arbitrary bytes, built into the stream's options through the library
-//! calls the binding (crates/python/src/stream.rs) makes: the dtype's
+//! arbitrary bytes, read into the stream's options as the binding
+//! (crates/python/src/stream.rs) reads them, by `ArrayOptions::resolve`
+//! (the reader of every array's description, a settings file's too): the dtype's
 //! name, shape, tile, fill, codec and shuffle, the pyramid's method,
 //! levels and downsampling, the OME-Zarr axes (names, types, units,
 //! scale), the writers, the retry budget and S3 settings, and the output
@@ -15,9 +16,7 @@ use std::time::Duration;
 
 use libfuzzer_sys::fuzz_target;
 use retile_stream::{
-    default_axes, open_output, Axis, Backend, Codec, CodecOn, DType, Method, NgffOptions, Output,
-    PyramidOptions, S3Options, Shuffle, StorePath, StreamDType, StreamPlan, StreamSpec,
-    SyncPolicy, ZarrOptions,
+    open_output, ArrayOptions, Backend, S3Options, StorePath, StreamPlan, ZarrOptions,
 };
 
 /// Reads the fuzzer's bytes as small numbers, flags and short strings.
@@ -106,9 +105,7 @@ const SETTINGS: [&str; 6] = [
 
 fuzz_target!(|data: &[u8]| {
     let mut input = Bytes(data);
-    let Ok(dtype) = input.pick(&DTYPES).parse::<DType>() else {
-        return;
-    };
+    let dtype = input.pick(&DTYPES);
     let rank = 1 + usize::from(input.byte() % 5);
     let tile_rank = match input.byte() {
         0..=240 => rank,
@@ -149,47 +146,6 @@ fuzz_target!(|data: &[u8]| {
     let planes = u64::from(input.byte() % 6);
     let cuts = input.list(8, |i| usize::from(i.byte()));
 
-    // as the binding builds them
-    let Ok(spec) = StreamSpec::new(dtype, shape.clone(), tile) else {
-        return;
-    };
-    let Ok(fill) = dtype.parse_value(fill_text.as_deref().unwrap_or("0")) else {
-        return;
-    };
-    let Ok(mut codec) = codec_text.parse::<Codec>() else {
-        return;
-    };
-    if let Some(shuffle) = shuffle_text {
-        let Ok(shuffle) = shuffle.parse::<Shuffle>() else {
-            return;
-        };
-        let Ok(shuffled) = codec.with_shuffle(shuffle) else {
-            return;
-        };
-        codec = shuffled;
-    }
-    let pyramid = match pyramid_text {
-        Some(method) => {
-            let Ok(method) = method.parse::<Method>() else {
-                return;
-            };
-            Some(PyramidOptions {
-                method,
-                downsample,
-                levels,
-            })
-        }
-        None if levels.is_some() || downsample.is_some() => return,
-        None => None,
-    };
-    let is_ngff = ngff || pyramid.is_some();
-    let ngff_options = match is_ngff {
-        true => match ngff_options(rank, names.clone(), kinds, units, scale) {
-            Some(o) => Some(o),
-            None => return,
-        },
-        false => None,
-    };
     let Ok(retry_timeout) = Duration::try_from_secs_f64(retry_seconds) else {
         return;
     };
@@ -220,7 +176,46 @@ fuzz_target!(|data: &[u8]| {
             None => dir.path().join("elsewhere.zarr"),
         },
     };
-    let Ok(plan) = StreamPlan::new(&spec) else {
+    // `sync=` as the binding passes it: "end", "rows", or the fuzzer's text
+    let sync = input.pick(&["end", "rows"]);
+    // as the binding reads them: one array's description, resolved by the library
+    let options = ArrayOptions {
+        shape: shape.clone(),
+        tile,
+        dtype,
+        shard,
+        codec: Some(codec_text),
+        fill: fill_text.map(serde_json::Value::String),
+        dim_names: names,
+        shuffle: shuffle_text,
+        // the counts refused stay; those taken are kept to a few threads
+        writers: writers.map(|w| if (9..=256).contains(&w) { 8 } else { w }),
+        buffered_io: true,
+        pyramid: pyramid_text,
+        levels,
+        downsample,
+        ngff,
+        dim_types: kinds,
+        units,
+        scale,
+        codec_on: None,
+        memory: None,
+        sync: Some(sync),
+        // attributes as JSON text gives them: objects, retile's own keys, not objects
+        attributes: serde_json::from_str(&input.pick(&["{}", r#"{"a": [1, 2]}"#, r#"{"ome": {}}"#, "[1]", "null"])).ok(),
+    };
+    let store = ZarrOptions {
+        path: path.clone(),
+        s3,
+        ..Default::default()
+    };
+    let backend = Backend::Cpu { threads };
+    let Ok(array) = options.resolve(Some(store), backend) else {
+        return;
+    };
+    let is_ngff = array.output.ngff.is_some();
+    let spec = &array.spec;
+    let Ok(plan) = StreamPlan::new(spec) else {
         return;
     };
     if plan.epoch_buffer_bytes() > 1 << 20 {
@@ -234,33 +229,11 @@ fuzz_target!(|data: &[u8]| {
     } else {
         shape[0]
     };
-    let bytes = (plane * planes).saturating_mul(dtype.size() as u64);
+    let bytes = (plane * planes).saturating_mul(spec.dtype().size() as u64);
     if bytes > 1 << 16 {
         return;
     }
-    // `sync=` as the binding parses it: "end", "rows", or the fuzzer's text
-    let Ok(sync) = input.pick(&["end", "rows"]).parse::<SyncPolicy>() else {
-        return;
-    };
-    let output = Output {
-        zarr: Some(ZarrOptions {
-            path: path.clone(),
-            codec,
-            shard,
-            dimension_names: names.filter(|_| !is_ngff),
-            buffered_io: true,
-            // the counts refused stay; those taken are kept to a few threads
-            writers: writers.map(|w| if (9..=256).contains(&w) { 8 } else { w }),
-            overwrite: false,
-            s3,
-            sync,
-            codec_on: CodecOn::default(),
-            user: None,
-        }),
-        pyramid,
-        ngff: ngff_options,
-    };
-    let Ok(mut stream) = open_output(spec, &fill, Backend::Cpu { threads }, &output) else {
+    let Ok(mut stream) = open_output(array.spec, &array.fill, backend, &array.output) else {
         return;
     };
     let payload: Vec<u8> = (0..bytes).map(|i| (i * 31 + 7) as u8).collect();
@@ -318,33 +291,3 @@ fn confined(path: &Path) -> Option<&Path> {
     (plain && path.components().next().is_some()).then_some(path)
 }
 
-/// The binding's OME-Zarr axes: defaults by rank, replaced where given,
-/// one entry a dimension (crates/python/src/stream.rs, `ngff_options`).
-fn ngff_options(
-    rank: usize,
-    names: Option<Vec<String>>,
-    kinds: Option<Vec<String>>,
-    units: Option<Vec<Option<String>>>,
-    scale: Option<Vec<f64>>,
-) -> Option<NgffOptions> {
-    let defaults = default_axes(rank).ok()?;
-    let names = names.unwrap_or_else(|| defaults.iter().map(|a| a.name.clone()).collect());
-    let kinds = kinds.unwrap_or_else(|| defaults.iter().map(|a| a.kind.clone()).collect());
-    let units = units.unwrap_or_else(|| vec![None; rank]);
-    if names.len() != rank || kinds.len() != rank || units.len() != rank {
-        return None;
-    }
-    let axes = (0..rank)
-        .map(|d| {
-            Axis::new(
-                &names[d],
-                &kinds[d],
-                units[d].as_deref().filter(|u| !u.is_empty()),
-            )
-        })
-        .collect();
-    Some(NgffOptions {
-        axes: Some(axes),
-        scale,
-    })
-}

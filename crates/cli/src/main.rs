@@ -1,6 +1,7 @@
 //! `retile`: a layout calculator, copy and stream plans, and the streaming
 //! tiler that writes row-major data into tiled Zarr v3 arrays.
 
+mod acquire_cmd;
 mod banks_cmd;
 #[cfg(feature = "cuda")]
 mod bench_cmd;
@@ -9,6 +10,7 @@ mod copy_cmd;
 mod error;
 mod input;
 mod plan_draw;
+mod print;
 mod rechunk_cmd;
 mod signals;
 mod stream_cmd;

@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use crate::error::CliError;
 use crate::input::{Input, InputError, Next};
+use crate::print::say;
 use crate::signals::{interrupted, second_interrupt, stop_on_interrupt};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -21,11 +22,11 @@ use retile_stream::{
 #[derive(Args, Clone)]
 pub struct ShapeArgs {
     /// Extents, slowest first; 0 first = unbounded (e.g. 0,2048,2048).
-    #[arg(long, value_parser = parse_list)]
-    shape: Dims,
+    #[arg(long, value_parser = parse_list, required = true)]
+    shape: Option<Dims>,
     /// Tile extents, slowest first (e.g. 64,256,256).
-    #[arg(long, value_parser = parse_list)]
-    tile: Dims,
+    #[arg(long, value_parser = parse_list, required = true)]
+    tile: Option<Dims>,
     /// Element type: u8 u16 u32 u64 i8 i16 i32 i64 f16 bf16 f32 f64
     /// (bf16 is stored as Zarr's `bfloat16`, which zarr-python cannot open
     /// yet; u16 stores the same bits as a type every reader opens).
@@ -64,9 +65,16 @@ pub(crate) fn parse_bytes(text: &str) -> Result<u64, String> {
 
 /// Arguments of `retile plan stream`.
 #[derive(Args)]
+#[command(mut_arg("shape", |a| a.required(false).required_unless_present("config")))]
+#[command(mut_arg("tile", |a| a.required(false).required_unless_present("config")))]
 pub struct PlanArgs {
     #[command(flatten)]
     shape: ShapeArgs,
+    /// The memory budget of the arrays a settings file describes (as
+    /// `retile stream --config FILE` takes it), and what each array's tile
+    /// buffers take; nothing is written.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["shape", "tile", "dtype", "memory", "json", "pyramid", "levels", "downsample", "svg", "shard", "output"])]
+    config: Option<PathBuf>,
     /// Print the plan as JSON.
     #[arg(long)]
     json: bool,
@@ -155,13 +163,22 @@ mod heading {
 #[derive(Args)]
 #[command(mut_arg("tile", |tile| tile.help_heading(heading::CHUNKS)))]
 #[command(mut_arg("memory", |memory| memory.help_heading(heading::PERFORMANCE)))]
+#[command(mut_arg("shape", |a| a.required(false).required_unless_present("config")))]
+#[command(mut_arg("tile", |a| a.required(false).required_unless_present("config")))]
 pub struct StreamArgs {
     #[command(flatten, next_help_heading = heading::INPUT)]
     shape: ShapeArgs,
     /// Raw row-major input file, or - for stdin; without it a synthetic
-    /// pattern whose values encode their linear index is streamed.
+    /// pattern whose values encode their linear index is streamed. With
+    /// --config, one KEY=FILE per array (e.g. --input cam0=cam0.raw).
     #[arg(long, help_heading = heading::INPUT)]
-    input: Option<String>,
+    input: Vec<String>,
+    /// Several arrays (or an HCS plate) at once, described by a settings
+    /// file with retile.Stream's keys: JSON, or TOML for a .toml file (e.g.
+    /// {"output": "acq.zarr", "arrays": {"cam0": {"shape": [0, 512, 512],
+    /// "tile": [16, 128, 128], "dtype": "u16"}}}); frames from --input KEY=FILE.
+    #[arg(long, help_heading = heading::INPUT, value_name = "FILE", conflicts_with_all = ["shape", "tile", "dtype", "memory", "planes", "output", "shard", "codec", "shuffle", "fill", "pyramid", "levels", "downsample", "ngff", "dim_names", "dim_types", "units", "scale", "buffered_io", "writers", "codec_on", "sync", "backend", "threads"])]
+    config: Option<PathBuf>,
     /// Planes of synthetic input when the shape is unbounded (default 256);
     /// a bounded shape says how many itself.
     #[arg(long, help_heading = heading::INPUT)]
@@ -294,7 +311,10 @@ pub(crate) fn parse_list(text: &str) -> Result<Dims, String> {
 impl ShapeArgs {
     fn spec(&self) -> Result<StreamSpec, CliError> {
         let dtype: DType = self.dtype.parse()?;
-        let spec = StreamSpec::new(dtype, self.shape.0.clone(), self.tile.0.clone())?;
+        let (Some(shape), Some(tile)) = (&self.shape, &self.tile) else {
+            return Err("give --shape and --tile (or --config FILE for several arrays)".into());
+        };
+        let spec = StreamSpec::new(dtype, shape.0.clone(), tile.0.clone())?;
         Ok(match self.memory {
             Some(memory) => spec.within_memory(memory)?,
             None => spec,
@@ -304,6 +324,10 @@ impl ShapeArgs {
 
 /// `retile plan stream`.
 pub fn plan(args: &PlanArgs) -> Result<ExitCode, CliError> {
+    if let Some(config) = &args.config {
+        let budget = crate::acquire_cmd::read_settings(config)?.budget(Default::default())?;
+        return say(format_args!("{budget}")).map(|()| ExitCode::SUCCESS);
+    }
     let spec = args.shape.spec()?;
     if args.svg || args.output.is_some() {
         let levels = match args.pyramid.options()? {
@@ -375,14 +399,6 @@ fn peak_rss_bytes() -> Option<u64> {
         .map(|kb| kb * 1024)
 }
 
-/// Writes `text` to stdout; a closed or full stdout is an error, not a panic.
-fn say(text: std::fmt::Arguments<'_>) -> Result<(), CliError> {
-    let mut out = std::io::stdout().lock();
-    out.write_fmt(text)
-        .and_then(|()| out.flush())
-        .map_err(|e| format!("cannot write to stdout: {e}").into())
-}
-
 /// What `args` ask to write; options that need `--output` without it are
 /// an error, not silently ignored.
 fn output(args: &StreamArgs, rank: usize) -> Result<Output, CliError> {
@@ -437,14 +453,7 @@ fn output(args: &StreamArgs, rank: usize) -> Result<Output, CliError> {
         sync: args.sync,
         s3: S3Options {
             allow_http: args.allow_http,
-            retry_timeout: std::time::Duration::try_from_secs_f64(args.retry_seconds).map_err(
-                |_| {
-                    format!(
-                        "--retry-seconds takes a number of seconds, not {}",
-                        args.retry_seconds
-                    )
-                },
-            )?,
+            retry_timeout: retry_timeout(args.retry_seconds)?,
             traffic: Some(std::sync::Arc::new(S3Traffic::default())),
             cancel: second_interrupt(),
             ..Default::default()
@@ -483,6 +492,12 @@ fn output(args: &StreamArgs, rank: usize) -> Result<Output, CliError> {
         pyramid,
         ngff: Some(ngff_options(args, rank)?),
     })
+}
+
+/// `--retry-seconds` as a duration.
+fn retry_timeout(seconds: f64) -> Result<std::time::Duration, CliError> {
+    std::time::Duration::try_from_secs_f64(seconds)
+        .map_err(|_| format!("--retry-seconds takes a number of seconds, not {seconds}").into())
 }
 
 /// The OME-Zarr axes and scale of `--dim-names`, `--dim-types`, `--units` and `--scale`.
@@ -524,6 +539,23 @@ fn ngff_options(args: &StreamArgs, rank: usize) -> Result<NgffOptions, CliError>
 
 /// `retile stream`.
 pub fn stream(args: &StreamArgs) -> Result<ExitCode, CliError> {
+    if let Some(config) = &args.config {
+        let store = S3Options {
+            allow_http: args.allow_http,
+            retry_timeout: retry_timeout(args.retry_seconds)?,
+            traffic: Some(std::sync::Arc::new(S3Traffic::default())),
+            ..Default::default()
+        };
+        return crate::acquire_cmd::stream(config, &args.input, store, args.overwrite);
+    }
+    let input = match args.input.as_slice() {
+        [] => None,
+        [one] => Some(one.as_str()),
+        _ => return Err(
+            "one --input without --config (several arrays take --config FILE, each input KEY=FILE)"
+                .into(),
+        ),
+    };
     let spec = args.shape.spec()?;
     let esize = spec.dtype().size();
     let fill = spec
@@ -535,7 +567,7 @@ pub fn stream(args: &StreamArgs) -> Result<ExitCode, CliError> {
         .ok()
         .and_then(|n| n.checked_mul(esize as u64))
         .ok_or("a plane of this shape does not fit in 64 bits of bytes")?;
-    let planes = match (spec.is_unbounded(), args.planes, &args.input) {
+    let planes = match (spec.is_unbounded(), args.planes, input) {
         (true, planes, None) => planes.unwrap_or(256),
         (_, Some(_), Some(_)) => return Err("--planes sets the length of the synthetic input; with --input the input's length decides".into()),
         (false, Some(p), _) if p != spec.shape()[0] => {
@@ -556,7 +588,7 @@ pub fn stream(args: &StreamArgs) -> Result<ExitCode, CliError> {
             threads: args.threads,
         },
     };
-    let (input, expected) = match args.input.as_deref() {
+    let (input, expected) = match input {
         None => (Input::synthetic(total / esize as u64, esize), Some(total)),
         Some(path) => (Input::open(path)?, (!spec.is_unbounded()).then_some(total)),
     };

@@ -6,6 +6,8 @@
 //! `python3 -m pip install zarr numpy`, or `PYTHON` naming an interpreter
 //! that has them). A 1-D pyramid is a clear error.
 
+mod readback;
+
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -121,10 +123,6 @@ fn half_bits(v: f32) -> u16 {
     let sign = (bits >> 16) & 0x8000;
     let exponent = ((bits >> 23) & 0xFF) as i32 - 127 + 15;
     (sign | ((exponent as u32) << 10) | ((bits >> 13) & 0x3FF)) as u16
-}
-
-fn python() -> String {
-    std::env::var("PYTHON").unwrap_or_else(|_| "python3".into())
 }
 
 fn join(values: &[u64]) -> String {
@@ -248,12 +246,7 @@ fn check(case: &Case) -> Result<(), TestCaseError> {
         "tile": case.tile,
         "pyramid": case.pyramid.map(|m| METHODS[m]),
     });
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/zarr_readback.py");
-    let read = Command::new(python())
-        .arg(&script)
-        .arg(spec.to_string())
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {} (set PYTHON): {e}", python()));
+    let read = readback::zarr_readback(&spec);
     prop_assert!(
         read.status.success(),
         "{:?}: zarr-python: {}{}",

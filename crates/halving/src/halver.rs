@@ -63,8 +63,36 @@ impl Halver {
 
     /// Bytes the halver holds: an incomplete group and one batch.
     pub fn held_bytes(&self) -> u64 {
-        let batch = BATCH_BYTES.max(self.child_plane_bytes);
-        (self.per_group * self.parent_plane_bytes + batch) as u64
+        held(
+            self.per_group,
+            self.parent_plane_bytes,
+            self.child_plane_bytes,
+        )
+    }
+
+    /// Bytes a halver of `parent` along `halve` would hold, as
+    /// [`Halver::held_bytes`] says, without making one (nor allocating
+    /// what it would hold): what a plan counts before anything is made.
+    ///
+    /// ```
+    /// use retile_halving::{Halver, Method};
+    /// use retile_plan::{DType, StreamSpec};
+    /// let spec = StreamSpec::new(DType::U16, vec![0, 64, 64], vec![4, 16, 16])?;
+    /// let halve = [false, true, true];
+    /// let made = Halver::new(Method::Mean, &spec, &halve)?.held_bytes();
+    /// assert_eq!(Halver::held_bytes_of(&spec, &halve), made);
+    /// // a plane of 10^12 bytes is counted, not allocated
+    /// let huge = StreamSpec::new(DType::U8, vec![0, 1_000_000, 1_000_000], vec![1, 1, 1])?;
+    /// assert!(Halver::held_bytes_of(&huge, &halve) >= 1_000_000_000_000);
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
+    pub fn held_bytes_of(parent: &StreamSpec, halve: &[bool]) -> u64 {
+        let halving = Halving::new(&parent.shape()[1..], &halve[1..]);
+        let esize = parent.dtype().size() as u64;
+        let elements = |extents: &[u64]| extents.iter().fold(esize, |a, &n| a.saturating_mul(n));
+        let per_group = if halve[0] { 2 } else { 1 };
+        let group = elements(halving.parent()).saturating_mul(per_group);
+        group.saturating_add((BATCH_BYTES as u64).max(elements(halving.child())))
     }
 
     fn group_bytes(&self) -> usize {
@@ -155,4 +183,10 @@ impl Halver {
         pool.install(|| halve_planes(method, dtype, halving, per_group, parent, out))?;
         emit(out)
     }
+}
+
+/// Bytes a halver holds: an incomplete group of parent planes and one batch of child planes.
+fn held(per_group: usize, parent_plane_bytes: usize, child_plane_bytes: usize) -> u64 {
+    let batch = BATCH_BYTES.max(child_plane_bytes);
+    (per_group * parent_plane_bytes + batch) as u64
 }

@@ -23,8 +23,24 @@
 //! # Ok::<(), retile_plan::StreamError>(())
 //! ```
 
+//!
+//! Several arrays at once make an [`Acquisition`] (described by
+//! [`AcquisitionSettings`]): each array ([`ArrayOptions`]) at its key under
+//! one root group, an HCS [`Plate`] of OME-Zarr images among them, all
+//! within one memory [`Budget`].
+
+mod acquisition;
+mod budget;
+mod keys;
 mod metadata;
 mod open;
+mod options;
+mod plate;
 
+pub use acquisition::{Acquisition, AcquisitionSettings};
+pub use budget::Budget;
+pub use keys::{check_key, groups_of};
 pub use metadata::{default_axes, Axis, NgffOptions, NGFF_VERSION};
 pub use open::{open_ngff, open_output, Output};
+pub use options::{backend_named, pyramid_named, ArrayOptions, ResolvedArray};
+pub use plate::Plate;

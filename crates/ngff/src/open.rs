@@ -3,7 +3,7 @@
 
 use retile_plan::{NullSink, StreamError, StreamSpec};
 use retile_pyramid::{Backend, MultiscaleStream, PyramidOptions};
-use retile_store::{ClaimChain, Group, ZarrOptions, ZarrSink};
+use retile_store::{ClaimChain, Group, StoreRoot, ZarrOptions, ZarrSink};
 
 use crate::metadata::{check_halved_axes, group_metadata, NgffOptions};
 
@@ -38,6 +38,26 @@ pub fn open_ngff(
     pyramid: &PyramidOptions,
     ngff: &NgffOptions,
 ) -> Result<MultiscaleStream, StreamError> {
+    let group = Group::create(&zarr)?;
+    let opened = open_image(&group, spec, fill, backend, zarr, pyramid, ngff);
+    if opened.is_err() {
+        // a failed start leaves nothing that would refuse the retry
+        group.root().abandon();
+    }
+    opened
+}
+
+/// Opens a stream writing an OME-Zarr image into `group` (made ready), as
+/// [`open_ngff`] describes; what a failure made is the caller's to abandon.
+fn open_image(
+    group: &Group,
+    spec: StreamSpec,
+    fill: &[u8],
+    backend: Backend,
+    zarr: ZarrOptions,
+    pyramid: &PyramidOptions,
+    ngff: &NgffOptions,
+) -> Result<MultiscaleStream, StreamError> {
     let rank = spec.shape().len();
     let (axes, scale) = ngff.check(rank)?;
     if zarr.dimension_names.is_some() {
@@ -60,11 +80,10 @@ pub fn open_ngff(
     check_halved_axes(&axes, &halve)?;
     let levels = pyramid.level_specs(&spec)?.len();
     let metadata = group_metadata(&axes, &scale, pyramid, &halve, levels)?;
-    let group = Group::create(&zarr)?;
     let names: Vec<String> = axes.iter().map(|a| a.name.clone()).collect();
     // a level never claims planes its parent level has not claimed
     let chain = ClaimChain::new(levels, halve.first().copied().unwrap_or(false));
-    let opened = MultiscaleStream::new(spec, fill, backend, pyramid, |k, _| {
+    MultiscaleStream::new(spec, fill, backend, pyramid, |k, _| {
         // the user's metadata describes the image: level 0's claims write it
         let options = ZarrOptions {
             dimension_names: Some(names.clone()),
@@ -83,12 +102,7 @@ pub fn open_ngff(
             None => metadata.clone(),
         };
         group.put_metadata(&document).map(|()| stream)
-    });
-    if opened.is_err() {
-        // a failed start leaves nothing that would refuse the retry
-        group.root().abandon();
-    }
-    opened
+    })
 }
 
 /// What a stream writes: a Zarr store or nothing, with or without a
@@ -152,4 +166,41 @@ pub fn open_output(
             &output.ngff.clone().unwrap_or_default(),
         ),
     }
+}
+
+/// Opens the stream `output` describes as the array (or OME-Zarr image) at
+/// `key` inside `root`: one array of an acquisition. `output.zarr` gives the
+/// array's codec, shards and the rest; its path is the root's. What a
+/// failure made is the caller's to abandon (with the root).
+pub(crate) fn open_in(
+    root: &StoreRoot,
+    key: &str,
+    spec: StreamSpec,
+    fill: &[u8],
+    backend: Backend,
+    output: &Output,
+) -> Result<MultiscaleStream, StreamError> {
+    let Some(zarr) = &output.zarr else {
+        return Err(StreamError::Invalid(format!(
+            "the array '{key}' of an acquisition is written to its store: it needs one"
+        )));
+    };
+    if output.pyramid.is_none() && output.ngff.is_none() {
+        let sink = ZarrSink::in_root(root, key, zarr.clone());
+        return MultiscaleStream::single(spec, fill, backend, Box::new(sink));
+    }
+    let one_level = PyramidOptions {
+        levels: Some(1),
+        ..Default::default()
+    };
+    let group = Group::within(root, key, zarr)?;
+    open_image(
+        &group,
+        spec,
+        fill,
+        backend,
+        zarr.clone(),
+        output.pyramid.as_ref().unwrap_or(&one_level),
+        &output.ngff.clone().unwrap_or_default(),
+    )
 }

@@ -28,6 +28,7 @@ mod buffer;
 mod dtype;
 mod error;
 mod plan;
+mod pool;
 mod sink;
 mod summary;
 mod tile_map;
@@ -39,6 +40,7 @@ pub use error::StreamError;
 pub use plan::{
     ravel, unravel, StreamPlan, StreamSpec, TileSpan, MAX_EPOCH_BUFFERS, MAX_LISTED_TILES,
 };
+pub use pool::shared_pool;
 pub use sink::{
     CodecOn, DeviceCodec, EncodedChunks, Epoch, MemorySink, NullSink, SharedEpoch, Sink, SinkStats,
     TileBytes,

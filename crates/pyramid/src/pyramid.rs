@@ -170,12 +170,13 @@ impl PyramidOptions {
     pub fn memory_bytes(&self, spec: &StreamSpec) -> Result<u64, StreamError> {
         let halve = self.halved(spec)?;
         let specs = self.level_specs(spec)?;
-        let mut total = 0;
+        let mut total: u64 = 0;
         for (k, level) in specs.iter().enumerate() {
             let plan = StreamPlan::new(level)?;
-            total += epoch_buffer_count(&plan) * plan.epoch_buffer_bytes();
+            let buffers = epoch_buffer_count(&plan).saturating_mul(plan.epoch_buffer_bytes());
+            total = total.saturating_add(buffers);
             if k + 1 < specs.len() {
-                total += Halver::new(self.method, level, &halve)?.held_bytes();
+                total = total.saturating_add(Halver::held_bytes_of(level, &halve));
             }
         }
         Ok(total)

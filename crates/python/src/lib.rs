@@ -3,8 +3,10 @@
 
 use pyo3::prelude::*;
 
+mod acquire;
 mod banks;
 mod calc;
+mod error;
 mod layout;
 mod rechunk;
 mod stream;

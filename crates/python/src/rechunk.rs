@@ -10,7 +10,8 @@ use pyo3::types::PyDict;
 use retile_rechunk::{rechunk as retile_array, Rechunk, RechunkError, ZarrSource};
 use retile_stream::{Backend, Codec, Output, S3Options, ZarrOptions};
 
-use crate::stream::{pyramid_options, stream_err, summary_dict};
+use crate::error::stream_err;
+use crate::stream::{pyramid_options, summary_dict};
 
 /// A re-tiling's error as Python's: memory it cannot have is a
 /// `MemoryError`, a stream's error as a stream's, the rest `ValueError`.

@@ -6,46 +6,24 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use pyo3::exceptions::{
-    PyOSError, PyResourceWarning, PyRuntimeError, PyRuntimeWarning, PyValueError,
-};
+use crate::error::stream_err;
+use pyo3::exceptions::{PyResourceWarning, PyRuntimeError, PyRuntimeWarning, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use retile_stream::{
-    default_axes, open_output, Axis, Backend, Codec, CodecOn, DType, Method, MultiscaleStream,
-    NgffOptions, Output, PyramidOptions, S3Options, Shuffle, StreamDType, StreamError, StreamSpec,
-    Summary, SyncPolicy, UserMetadata, ZarrOptions,
+    backend_named, pyramid_named, Acquisition, ArrayOptions, DType, PyramidOptions, S3Options,
+    StreamDType, StreamError, Summary, ZarrOptions,
 };
 
 /// The pyramid of the `pyramid`, `levels` and `downsample` arguments
 /// (`None`: no pyramid; `levels` or `downsample` without a method is an
-/// error).
+/// error), as every array's description reads them.
 pub(crate) fn pyramid_options(
     pyramid: Option<&str>,
     levels: Option<usize>,
     downsample: Option<Vec<bool>>,
 ) -> PyResult<Option<PyramidOptions>> {
-    match pyramid {
-        Some(method) => Ok(Some(PyramidOptions {
-            method: method.parse::<Method>().map_err(stream_err)?,
-            downsample,
-            levels,
-        })),
-        None if levels.is_some() || downsample.is_some() => Err(PyValueError::new_err(
-            "levels and downsample take effect only with pyramid='mean' (or min, max, decimate, median)",
-        )),
-        None => Ok(None),
-    }
-}
-
-/// A stream error as the Python exception of its kind, with the same one-line message.
-pub fn stream_err(e: StreamError) -> PyErr {
-    let message = e.to_string();
-    match e {
-        StreamError::Invalid(_) | StreamError::Layout(_) => PyValueError::new_err(message),
-        StreamError::Sink(_) | StreamError::Store { .. } => PyOSError::new_err(message),
-        _ => PyRuntimeError::new_err(message),
-    }
+    pyramid_named(pyramid, levels, downsample).map_err(stream_err)
 }
 
 /// The element type named by `dtype`: retile's names (`u16`), numpy's
@@ -65,6 +43,9 @@ fn dtype_of(dtype: &Bound<'_, PyAny>) -> PyResult<DType> {
     };
     name.parse::<DType>().map_err(|e| stream_err(e.into()))
 }
+
+/// Every array's summary by key (one summary, a plain stream's).
+type Summaries = Vec<(String, Summary)>;
 
 /// What a buffer's element is, from its struct-module format.
 #[derive(Debug, PartialEq, Eq, Clone, Copy)]
@@ -216,15 +197,14 @@ impl Drop for HeldBuffer {
 #[pyclass(module = "retile._retile", name = "Stream")]
 pub struct Stream {
     shared: Arc<Shared>,
-    dtype: DType,
-    /// The user's attributes and per-plane metadata (`None` without an output).
-    user: Option<UserMetadata>,
+    /// The element type of a plain stream (`None`: several arrays).
+    dtype: Option<DType>,
     finished: Mutex<Option<Py<PyDict>>>,
 }
 
 /// What a stream's object and the interpreter-exit hook both reach.
 struct Shared {
-    inner: Mutex<MultiscaleStream>,
+    inner: Mutex<Acquisition>,
     /// `finish` was called (the store is closed, whatever it returned).
     closed: AtomicBool,
 }
@@ -235,7 +215,7 @@ static LIVE: Mutex<Vec<Weak<Shared>>> = Mutex::new(Vec::new());
 impl Shared {
     /// Finishes the stream (the GIL released meanwhile) unless it was
     /// finished; `None` if it was.
-    fn finish(&self, py: Python<'_>) -> Option<Result<Summary, StreamError>> {
+    fn finish(&self, py: Python<'_>) -> Option<Result<Summaries, StreamError>> {
         if self.closed.load(Ordering::Acquire) {
             return None;
         }
@@ -257,11 +237,11 @@ impl Shared {
     fn finish_unfinished(&self, py: Python<'_>, when: &str) {
         let (category, message) = match self.finish(py) {
             None => return,
-            Some(Ok(summary)) => (
+            Some(Ok(summaries)) => (
                 py.get_type::<PyResourceWarning>(),
                 format!(
                     "retile.Stream was never finished; it was finished {when}: its {} planes were written and the store closed (call finish() or use `with`)",
-                    summary.planes
+                    summaries.iter().map(|(_, s)| s.planes).sum::<u64>()
                 ),
             ),
             Some(Err(e)) => (
@@ -343,6 +323,82 @@ pub(crate) fn summary_dict<'py>(py: Python<'py>, s: &Summary) -> PyResult<Bound<
     Ok(d)
 }
 
+/// Records `metadata` for the planes an append of `len` bytes to the array
+/// `key` names starts.
+fn record(
+    inner: &Acquisition,
+    key: Option<&str>,
+    len: u64,
+    metadata: &Bound<'_, PyAny>,
+) -> PyResult<()> {
+    let metadata = json_object(metadata, "metadata")?;
+    let user = inner.user(key).map_err(stream_err)?.ok_or_else(|| {
+        PyValueError::new_err(
+            "metadata= is stored with the planes: a stream without an output keeps none",
+        )
+    })?;
+    let plane_bytes = inner.plane_bytes(key).map_err(stream_err)?.max(1);
+    let taken = inner.stream(key).map_err(stream_err)?.bytes_taken();
+    let first = taken.div_ceil(plane_bytes);
+    let end = taken.saturating_add(len).div_ceil(plane_bytes);
+    if end <= first {
+        return Err(PyValueError::new_err(format!(
+            "metadata= goes with the planes an append starts, and this append starts none (it continues plane {}): give the metadata with the append that starts the plane",
+            taken / plane_bytes
+        )));
+    }
+    user.record(first, end - first, &metadata)
+        .map_err(stream_err)
+}
+
+/// `value` as a JSON object: a dict whose keys are strings and whose values
+/// are JSON values (str, int, float, bool, None, list, dict), unchanged by
+/// a round trip through JSON; `what` names it in the error.
+fn json_object(value: &Bound<'_, PyAny>, what: &str) -> PyResult<serde_json::Value> {
+    let py = value.py();
+    if !value.is_instance_of::<PyDict>() {
+        return Err(PyValueError::new_err(format!(
+            "{what} must be a dict of JSON values, not {}",
+            value.get_type().name()?
+        )));
+    }
+    let json = py.import("json")?;
+    let options = PyDict::new(py);
+    options.set_item("allow_nan", false)?;
+    let text: String = json
+        .call_method("dumps", (value,), Some(&options))
+        .map_err(|e| {
+            PyValueError::new_err(format!(
+                "{what} must hold only JSON values (str, int, float, bool, None, list, dict): {e}"
+            ))
+        })?
+        .extract()?;
+    if !json.call_method1("loads", (&text,))?.eq(value)? {
+        return Err(PyValueError::new_err(format!(
+            "{what} must hold only JSON values: JSON would change it (keys must be str, sequences lists)"
+        )));
+    }
+    serde_json::from_str(&text).map_err(|e| PyValueError::new_err(format!("{what}: {e}")))
+}
+
+/// The summary of a plain stream, or every array's by key.
+fn summaries_dict<'py>(
+    py: Python<'py>,
+    single: bool,
+    summaries: &Summaries,
+) -> PyResult<Bound<'py, PyDict>> {
+    match (single, summaries.as_slice()) {
+        (true, [(_, summary)]) => summary_dict(py, summary),
+        _ => {
+            let d = PyDict::new(py);
+            for (key, summary) in summaries {
+                d.set_item(key, summary_dict(py, summary)?)?;
+            }
+            Ok(d)
+        }
+    }
+}
+
 fn busy() -> PyErr {
     PyRuntimeError::new_err(
         "the stream is in use by another thread; append from one thread at a time",
@@ -352,24 +408,24 @@ fn busy() -> PyErr {
 #[pymethods]
 impl Stream {
     #[new]
-    #[pyo3(signature = (output, shape, tile, dtype, shard=None, codec="none", fill=None, dim_names=None, backend="cpu", shuffle=None, writers=None, buffered_io=false, overwrite=false, threads=0, pyramid=None, levels=None, downsample=None, ngff=false, dim_types=None, units=None, scale=None, allow_http=false, retry_seconds=120.0, s3_config=None, codec_on=None, memory=None, sync="end", attributes=None))]
+    #[pyo3(signature = (output, shape=None, tile=None, dtype=None, shard=None, codec="none", fill=None, dim_names=None, backend="cpu", shuffle=None, writers=None, buffered_io=false, overwrite=false, threads=0, pyramid=None, levels=None, downsample=None, ngff=false, dim_types=None, units=None, scale=None, allow_http=false, retry_seconds=120.0, s3_config=None, codec_on=None, memory=None, sync="end", arrays=None, plate=None, image=None, attributes=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         output: Option<PathBuf>,
-        shape: Vec<u64>,
-        tile: Vec<u64>,
-        dtype: &Bound<'_, PyAny>,
+        shape: Option<Vec<u64>>,
+        tile: Option<Vec<u64>>,
+        dtype: Option<&Bound<'_, PyAny>>,
         shard: Option<Vec<u64>>,
         codec: &str,
         fill: Option<&Bound<'_, PyAny>>,
         dim_names: Option<Vec<String>>,
         backend: &str,
-        shuffle: Option<&str>,
+        shuffle: Option<String>,
         writers: Option<usize>,
         buffered_io: bool,
         overwrite: bool,
         threads: usize,
-        pyramid: Option<&str>,
+        pyramid: Option<String>,
         levels: Option<usize>,
         downsample: Option<Vec<bool>>,
         ngff: bool,
@@ -379,130 +435,123 @@ impl Stream {
         allow_http: bool,
         retry_seconds: f64,
         s3_config: Option<std::collections::BTreeMap<String, String>>,
-        codec_on: Option<&str>,
+        codec_on: Option<String>,
         memory: Option<u64>,
         sync: &str,
+        arrays: Option<&Bound<'_, PyDict>>,
+        plate: Option<&Bound<'_, PyAny>>,
+        image: Option<&Bound<'_, PyAny>>,
         attributes: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Stream> {
-        let user = attributes
-            .map(|a| UserMetadata::new(json_object(a, "attributes")?).map_err(stream_err))
-            .transpose()?;
-        let codec_on_given = codec_on.is_some();
-        let codec_on = codec_on
-            .unwrap_or("auto")
-            .parse::<CodecOn>()
-            .map_err(stream_err)?;
-        let sync = sync.parse::<SyncPolicy>().map_err(stream_err)?;
-        let dtype = dtype_of(dtype)?;
-        let mut spec = StreamSpec::new(dtype, shape, tile).map_err(stream_err)?;
-        if let Some(memory) = memory {
-            spec = spec.within_memory(memory).map_err(stream_err)?;
-        }
-        let fill_text = match fill {
-            None => "0".to_string(),
-            Some(v) => v.str()?.to_string(),
+        let many = arrays.is_some() || plate.is_some() || image.is_some();
+        let missing: Vec<&str> = [
+            (shape.is_none(), "shape"),
+            (tile.is_none(), "tile"),
+            (dtype.is_none(), "dtype"),
+        ]
+        .into_iter()
+        .filter_map(|(missing, name)| missing.then_some(name))
+        .collect();
+        let one = ArrayOptions {
+            shape: shape.unwrap_or_default(),
+            tile: tile.unwrap_or_default(),
+            dtype: match dtype {
+                Some(dtype) => dtype_of(dtype)?.to_string(),
+                None => String::new(),
+            },
+            shard,
+            codec: Some(codec.to_string()),
+            fill: fill
+                .map(|v| v.str().map(|t| t.to_string().into()))
+                .transpose()?,
+            dim_names,
+            shuffle,
+            writers,
+            buffered_io,
+            pyramid,
+            levels,
+            downsample,
+            ngff,
+            dim_types,
+            units,
+            scale,
+            codec_on,
+            memory: memory.filter(|_| !many),
+            sync: Some(sync.to_string()),
+            attributes: attributes
+                .map(|a| json_object(a, "attributes"))
+                .transpose()?,
         };
-        let fill = dtype
-            .parse_value(&fill_text)
-            .map_err(|e| PyValueError::new_err(format!("fill: {e}")))?;
-        let mut parsed = codec.parse::<Codec>().map_err(stream_err)?;
-        if let Some(shuffle) = shuffle {
-            let shuffle = shuffle.parse::<Shuffle>().map_err(stream_err)?;
-            parsed = parsed.with_shuffle(shuffle).map_err(stream_err)?;
-        }
-        let backend = match backend {
-            "cpu" => Backend::Cpu { threads },
-            "cuda" => Backend::Cuda,
-            _ if codec_on == CodecOn::Gpu => {
+        let store = ZarrOptions {
+            overwrite,
+            s3: S3Options {
+                allow_http,
+                retry_timeout: Duration::try_from_secs_f64(retry_seconds).map_err(|_| {
+                    PyValueError::new_err(format!(
+                        "retry_seconds takes a number of seconds, not {retry_seconds}"
+                    ))
+                })?,
+                config: s3_config.clone().unwrap_or_default().into_iter().collect(),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let inner = match (many, output) {
+            (true, None) => {
                 return Err(PyValueError::new_err(
-                    "codec_on='gpu' compresses on the GPU of backend='cuda'",
+                    "arrays= and plate= write a store: give an output",
                 ))
             }
-            other => {
-                return Err(PyValueError::new_err(format!(
-                    "unknown backend '{other}'; use 'cpu' or 'cuda'"
-                )))
+            (true, Some(output)) => {
+                let given = one.array_options_given();
+                if !given.is_empty() {
+                    return Err(PyValueError::new_err(format!(
+                        "{} describe each array: give them in each array's dict (arrays={{'cam0': dict(shape=..., ...)}}) or in image=dict(...)",
+                        given.join(", ")
+                    )));
+                }
+                crate::acquire::open_acquisition(
+                    output, arrays, plate, image, memory, overwrite, backend, threads, store,
+                )?
             }
-        };
-        let pyramid = pyramid_options(pyramid, levels, downsample)?;
-        let is_ngff = ngff || pyramid.is_some();
-        let rank = spec.shape().len();
-        let output = match output {
-            None => {
-                let given: Vec<&str> = [
-                    (shard.is_some(), "shard"),
-                    (parsed != Codec::None, "codec"),
-                    (shuffle.is_some(), "shuffle"),
-                    (writers.is_some(), "writers"),
-                    (dim_names.is_some(), "dim_names"),
-                    (buffered_io, "buffered_io"),
-                    (overwrite, "overwrite"),
-                    (ngff, "ngff"),
-                    (dim_types.is_some(), "dim_types"),
-                    (units.is_some(), "units"),
-                    (scale.is_some(), "scale"),
-                    (allow_http, "allow_http"),
-                    (s3_config.is_some(), "s3_config"),
-                    (codec_on_given, "codec_on"),
-                    (sync != SyncPolicy::End, "sync"),
-                    (user.is_some(), "attributes"),
-                ]
-                .into_iter()
-                .filter_map(|(given, name)| given.then_some(name))
-                .collect();
+            (false, output) => {
+                if !missing.is_empty() {
+                    return Err(PyValueError::new_err(format!(
+                        "a stream of one array needs its shape, tile and dtype: give {} (or arrays={{...}} or plate=... for several arrays)",
+                        missing.join(", ")
+                    )));
+                }
+                let mut given = match output {
+                    Some(_) => Vec::new(),
+                    None => one.store_options_given(),
+                };
+                if output.is_none() {
+                    given.extend(
+                        [
+                            (overwrite, "overwrite"),
+                            (allow_http, "allow_http"),
+                            (s3_config.is_some(), "s3_config"),
+                        ]
+                        .into_iter()
+                        .filter_map(|(given, name)| given.then_some(name)),
+                    );
+                }
                 if !given.is_empty() {
                     return Err(PyValueError::new_err(format!(
                         "{} take effect only with an output (without it the tiler is only measured)",
                         given.join(", ")
                     )));
                 }
-                Output {
-                    pyramid,
-                    ..Default::default()
-                }
-            }
-            Some(path) => {
-                let ngff_options = match is_ngff {
-                    true => Some(ngff_options(rank, dim_names.clone(), dim_types, units, scale)?),
-                    false if dim_types.is_some() || units.is_some() || scale.is_some() => {
-                        return Err(PyValueError::new_err(
-                            "dim_types, units and scale describe an OME-Zarr image: pass ngff=True or a pyramid",
-                        ))
-                    }
-                    false => None,
-                };
-                Output {
-                    zarr: Some(ZarrOptions {
-                        path,
-                        codec: parsed,
-                        shard,
-                        dimension_names: dim_names.filter(|_| !is_ngff),
-                        buffered_io,
-                        writers,
-                        overwrite,
-                        sync,
-                        s3: S3Options {
-                            allow_http,
-                            retry_timeout: Duration::try_from_secs_f64(retry_seconds).map_err(
-                                |_| {
-                                    PyValueError::new_err(format!(
-                                        "retry_seconds takes a number of seconds, not {retry_seconds}"
-                                    ))
-                                },
-                            )?,
-                            config: s3_config.unwrap_or_default().into_iter().collect(),
-                            ..Default::default()
-                        },
-                        codec_on,
-                        user: Some(user.clone().unwrap_or_default()),
-                    }),
-                    pyramid,
-                    ngff: ngff_options,
-                }
+                let backend = backend_named(backend, threads).map_err(stream_err)?;
+                let store = output.map(|path| ZarrOptions { path, ..store });
+                let array = one.resolve(store, backend).map_err(stream_err)?;
+                Acquisition::single(array, backend).map_err(stream_err)?
             }
         };
-        let user = output.zarr.as_ref().and_then(|z| z.user.clone());
-        let inner = open_output(spec, &fill, backend, &output).map_err(stream_err)?;
+        let dtype = match inner.is_single() {
+            true => Some(inner.dtype(None).map_err(stream_err)?),
+            false => None,
+        };
         let shared = Arc::new(Shared {
             inner: Mutex::new(inner),
             closed: AtomicBool::new(false),
@@ -514,7 +563,6 @@ impl Stream {
         Ok(Stream {
             shared,
             dtype,
-            user,
             finished: Mutex::new(None),
         })
     }
@@ -529,18 +577,24 @@ impl Stream {
     /// ``metadata={...}`` (a dict of JSON values) is recorded for every
     /// plane this append starts (a frame's own plane, when each append is
     /// one frame), and stored with the claim of those planes in the string
-    /// array ``frame_metadata`` of the output (one JSON text per plane,
-    /// ``""`` for a plane given none).
+    /// array ``frame_metadata`` of the array's output (one JSON text per
+    /// plane, ``""`` for a plane given none).
+    ///
+    /// A stream of several arrays (``arrays=`` or ``plate=``) takes whole
+    /// frames (one or more planes) of the array ``key`` names (``"cam0"``,
+    /// a plate's ``"A/1/0"``), in any interleaving; ``key`` may be left out
+    /// only when there is one array.
     ///
     /// Example::
     ///
     ///     s = retile.Stream(None, shape=(0, 4, 4), tile=(2, 2, 2), dtype="u8")
     ///     assert s.append(bytes(40)) == 40
-    #[pyo3(signature = (data, metadata=None))]
+    #[pyo3(signature = (data, key=None, metadata=None))]
     fn append(
         &self,
         py: Python<'_>,
         data: &Bound<'_, PyAny>,
+        key: Option<&str>,
         metadata: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<usize> {
         let held = HeldBuffer::get(data)?;
@@ -549,14 +603,15 @@ impl Stream {
                 "append needs a C-contiguous buffer (row-major, no gaps); this one is strided: pass numpy.ascontiguousarray(data)",
             ));
         }
-        check_format(&held.format(), held.0.itemsize.max(1) as usize, self.dtype)?;
         let addr = held.0.buf as usize;
         let len = held.0.len.max(0) as usize;
         let mut inner = self.shared.inner.try_lock().map_err(|_| busy())?;
-        let stream: &mut MultiscaleStream = &mut inner;
+        let dtype = inner.dtype(key).map_err(stream_err)?;
+        check_format(&held.format(), held.0.itemsize.max(1) as usize, dtype)?;
         if let Some(metadata) = metadata {
-            self.record(stream, len as u64, metadata)?;
+            record(&inner, key, len as u64, metadata)?;
         }
+        let stream: &mut Acquisition = &mut inner;
         let taken = py.allow_threads(move || {
             let data: &[u8] = match len {
                 0 => &[],
@@ -564,36 +619,38 @@ impl Stream {
                 // until after this closure returns; it is `len` readable bytes at `addr`.
                 _ => unsafe { std::slice::from_raw_parts(addr as *const u8, len) },
             };
-            stream.append(data)
+            stream.append(key, data)
         });
         drop(inner);
         drop(held);
         taken.map_err(stream_err)
     }
 
-    /// Adds ``planes`` planes of the fill value: frames the camera dropped.
-    /// Chunks they fill alone are not stored (a reader sees the fill
-    /// value), and the summary counts them as ``skipped_planes``. Refused
-    /// inside a plane (after part of one was appended) and past the end of
-    /// a bounded shape.
+    /// Adds ``planes`` planes of the fill value to the array ``key`` names
+    /// (the stream's own array with ``key=None``): frames the camera
+    /// dropped. Chunks they fill alone are not stored (a reader sees the
+    /// fill value), and the summary counts them as ``skipped_planes``.
+    /// Refused inside a plane (after part of one was appended) and past the
+    /// end of a bounded shape.
     ///
     /// Example::
     ///
     ///     s = retile.Stream(None, shape=(0, 4), tile=(1, 4), dtype="u8")
     ///     s.append(bytes(4)); s.skip(2)
     ///     assert s.finish()["skipped_planes"] == 2
-    fn skip(&self, py: Python<'_>, planes: u64) -> PyResult<()> {
+    #[pyo3(signature = (planes, key=None))]
+    fn skip(&self, py: Python<'_>, planes: u64, key: Option<&str>) -> PyResult<()> {
         let mut inner = self.shared.inner.try_lock().map_err(|_| busy())?;
-        let stream: &mut MultiscaleStream = &mut inner;
-        py.allow_threads(move || stream.skip(planes))
+        let stream: &mut Acquisition = &mut inner;
+        py.allow_threads(move || stream.skip(key, planes))
             .map_err(stream_err)
     }
 
-    /// Updates the user attributes with ``attributes``' keys (a dict of
-    /// JSON values; the other keys are kept, as ``dict.update``). They are
-    /// written with the next claim of planes, and by ``finish`` at the
-    /// latest. ``key=None`` names the stream's array (or image); a stream
-    /// of one array has no other.
+    /// Updates the user attributes of the array ``key`` names (the stream's
+    /// own array, or image, with ``key=None``) with ``attributes``' keys (a
+    /// dict of JSON values; the other keys are kept, as ``dict.update``).
+    /// They are written with the next claim of planes, and by ``finish`` at
+    /// the latest.
     ///
     /// Example::
     ///
@@ -604,16 +661,12 @@ impl Stream {
     ///     assert zarr.open_array(out).attrs.asdict() == {"a": 1, "b": 2}
     #[pyo3(signature = (attributes, key=None))]
     fn set_attributes(&self, attributes: &Bound<'_, PyAny>, key: Option<&str>) -> PyResult<()> {
-        if let Some(key) = key {
-            return Err(PyValueError::new_err(format!(
-                "key='{key}': this stream writes one array, so there is no array '{key}'; leave key=None for the stream's array"
-            )));
-        }
         let attributes = json_object(attributes, "attributes")?;
         if self.finished() {
             return Err(stream_err(StreamError::Finished));
         }
-        let user = self.user.as_ref().ok_or_else(|| {
+        let inner = self.shared.inner.try_lock().map_err(|_| busy())?;
+        let user = inner.user(key).map_err(stream_err)?.ok_or_else(|| {
             PyValueError::new_err(
                 "attributes are stored with the array: a stream without an output has none",
             )
@@ -625,7 +678,8 @@ impl Stream {
     /// returns the summary as a dict (bytes, planes, skipped_planes, epochs, tiles, seconds,
     /// gigabytes_per_second, scatter_seconds, wait_seconds, sink_seconds,
     /// buffer_bytes, stored_bytes, files, omitted_chunks, encode_seconds,
-    /// write_seconds, ...). A second call raises RuntimeError.
+    /// write_seconds, ...); a stream of several arrays returns a dict of
+    /// them by key. A second call raises RuntimeError.
     ///
     /// Example::
     ///
@@ -634,17 +688,19 @@ impl Stream {
     ///     assert s.finish()["planes"] == 4
     fn finish<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let mut inner = self.shared.inner.try_lock().map_err(|_| busy())?;
-        let stream: &mut MultiscaleStream = &mut inner;
+        let single = inner.is_single();
+        let stream: &mut Acquisition = &mut inner;
         let result = py.allow_threads(move || stream.finish());
         self.shared.closed.store(true, Ordering::Release);
         drop(inner);
-        let summary = result.map_err(stream_err)?;
-        let d = summary_dict(py, &summary)?;
+        let summaries = result.map_err(stream_err)?;
+        let d = summaries_dict(py, single, &summaries)?;
         *self.finished.lock().map_err(|_| busy())? = Some(d.clone().unbind());
         Ok(d)
     }
 
-    /// The summary of a finished stream (a dict), or None before `finish`.
+    /// The summary of a finished stream (a dict; for several arrays, a dict
+    /// of them by key), or None before `finish`.
     ///
     /// Example::
     ///
@@ -677,24 +733,64 @@ impl Stream {
             .bytes_taken())
     }
 
-    /// The element type's retile name (e.g. ``"u16"``).
+    /// The element type's retile name (e.g. ``"u16"``); None for a stream
+    /// of several arrays.
     ///
     /// Example::
     ///
     ///     assert retile.Stream(None, (0, 2), (1, 2), "uint16").dtype == "u16"
     #[getter]
-    fn dtype(&self) -> String {
-        self.dtype.to_string()
+    fn dtype(&self) -> Option<String> {
+        self.dtype.map(|d| d.to_string())
     }
 
-    /// The element type's numpy / Zarr name (e.g. ``"uint16"``).
+    /// The element type's numpy / Zarr name (e.g. ``"uint16"``); None for
+    /// a stream of several arrays.
     ///
     /// Example::
     ///
     ///     assert retile.Stream(None, (0, 2), (1, 2), "u16").zarr_dtype == "uint16"
     #[getter]
-    fn zarr_dtype(&self) -> &'static str {
-        self.dtype.zarr_name()
+    fn zarr_dtype(&self) -> Option<&'static str> {
+        self.dtype.map(|d| d.zarr_name())
+    }
+
+    /// The keys of a stream of several arrays, in order (empty for a plain
+    /// stream).
+    ///
+    /// Example::
+    ///
+    ///     assert retile.Stream(None, (0, 2), (1, 2), "u8").keys == []
+    #[getter]
+    fn keys(&self) -> PyResult<Vec<String>> {
+        let inner = self.shared.inner.try_lock().map_err(|_| busy())?;
+        match inner.is_single() {
+            true => Ok(Vec::new()),
+            false => Ok(inner.keys().map(str::to_string).collect()),
+        }
+    }
+
+    /// The memory the stream's tile buffers take: ``{"budget": BYTES or
+    /// None, "bytes": total, "arrays": {key: bytes}}`` (a plain stream's
+    /// one array under the key ``""``).
+    ///
+    /// Example::
+    ///
+    ///     s = retile.Stream(None, (0, 2), (1, 2), "u8")
+    ///     assert s.memory["bytes"] == s.memory["arrays"][""] > 0
+    #[getter]
+    fn memory<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let inner = self.shared.inner.try_lock().map_err(|_| busy())?;
+        let budget = inner.budget();
+        let d = PyDict::new(py);
+        d.set_item("budget", budget.limit)?;
+        d.set_item("bytes", budget.total())?;
+        let arrays = PyDict::new(py);
+        for (key, bytes) in &budget.arrays {
+            arrays.set_item(key, bytes)?;
+        }
+        d.set_item("arrays", arrays)?;
+        Ok(d)
     }
 
     /// Whether `finish` was called: the store is closed (``summary`` is
@@ -737,117 +833,20 @@ impl Stream {
 
     fn __repr__(&self) -> PyResult<String> {
         let inner = self.shared.inner.try_lock().map_err(|_| busy())?;
-        let plan = inner.plan();
+        let Some(dtype) = self.dtype else {
+            let keys: Vec<&str> = inner.keys().collect();
+            return Ok(format!(
+                "Stream(arrays={keys:?}, bytes_taken={})",
+                inner.bytes_taken()
+            ));
+        };
+        let plan = inner.stream(None).map_err(stream_err)?.plan();
         Ok(format!(
-            "Stream(dtype={}, bytes_taken={}, {})",
-            self.dtype,
+            "Stream(dtype={dtype}, bytes_taken={}, {})",
             inner.bytes_taken(),
             plan.to_string().lines().next().unwrap_or("")
         ))
     }
-}
-
-impl Stream {
-    /// Records `metadata` for the planes an append of `len` bytes starts.
-    fn record(
-        &self,
-        stream: &MultiscaleStream,
-        len: u64,
-        metadata: &Bound<'_, PyAny>,
-    ) -> PyResult<()> {
-        let metadata = json_object(metadata, "metadata")?;
-        let user = self.user.as_ref().ok_or_else(|| {
-            PyValueError::new_err(
-                "metadata= is stored with the planes: a stream without an output keeps none",
-            )
-        })?;
-        let plane_bytes = stream
-            .plan()
-            .spec()
-            .plane_elements()
-            .map_err(stream_err)?
-            .saturating_mul(self.dtype.size() as u64);
-        let taken = stream.bytes_taken();
-        let first = taken.div_ceil(plane_bytes);
-        let end = taken.saturating_add(len).div_ceil(plane_bytes);
-        if end <= first {
-            return Err(PyValueError::new_err(format!(
-                "metadata= goes with the planes an append starts, and this append starts none (it continues plane {}): give the metadata with the append that starts the plane",
-                taken / plane_bytes
-            )));
-        }
-        user.record(first, end - first, &metadata)
-            .map_err(stream_err)
-    }
-}
-
-/// `value` as a JSON object: a dict whose keys are strings and whose values
-/// are JSON values (str, int, float, bool, None, list, dict), unchanged by
-/// a round trip through JSON; `what` names it in the error.
-fn json_object(value: &Bound<'_, PyAny>, what: &str) -> PyResult<serde_json::Value> {
-    let py = value.py();
-    if !value.is_instance_of::<PyDict>() {
-        return Err(PyValueError::new_err(format!(
-            "{what} must be a dict of JSON values, not {}",
-            value.get_type().name()?
-        )));
-    }
-    let json = py.import("json")?;
-    let options = PyDict::new(py);
-    options.set_item("allow_nan", false)?;
-    let text: String = json
-        .call_method("dumps", (value,), Some(&options))
-        .map_err(|e| {
-            PyValueError::new_err(format!(
-                "{what} must hold only JSON values (str, int, float, bool, None, list, dict): {e}"
-            ))
-        })?
-        .extract()?;
-    if !json.call_method1("loads", (&text,))?.eq(value)? {
-        return Err(PyValueError::new_err(format!(
-            "{what} must hold only JSON values: JSON would change it (keys must be str, sequences lists)"
-        )));
-    }
-    serde_json::from_str(&text).map_err(|e| PyValueError::new_err(format!("{what}: {e}")))
-}
-
-/// The OME-Zarr axes of the given names, types and units (each `None` =
-/// the defaults for `rank` dimensions) and scale.
-fn ngff_options(
-    rank: usize,
-    names: Option<Vec<String>>,
-    kinds: Option<Vec<String>>,
-    units: Option<Vec<Option<String>>>,
-    scale: Option<Vec<f64>>,
-) -> PyResult<NgffOptions> {
-    let defaults = default_axes(rank).map_err(stream_err)?;
-    let names = names.unwrap_or_else(|| defaults.iter().map(|a| a.name.clone()).collect());
-    let kinds = kinds.unwrap_or_else(|| defaults.iter().map(|a| a.kind.clone()).collect());
-    let units = units.unwrap_or_else(|| vec![None; rank]);
-    for (what, n) in [
-        ("dim_names", names.len()),
-        ("dim_types", kinds.len()),
-        ("units", units.len()),
-    ] {
-        if n != rank {
-            return Err(PyValueError::new_err(format!(
-                "{what} has {n} entries for {rank} dimensions"
-            )));
-        }
-    }
-    let axes = (0..rank)
-        .map(|d| {
-            Axis::new(
-                &names[d],
-                &kinds[d],
-                units[d].as_deref().filter(|u| !u.is_empty()),
-            )
-        })
-        .collect();
-    Ok(NgffOptions {
-        axes: Some(axes),
-        scale,
-    })
 }
 
 /// Registers the class, and the finishing of live streams at interpreter exit.

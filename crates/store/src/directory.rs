@@ -101,8 +101,8 @@ fn is_number(name: &str) -> bool {
     !name.is_empty() && name.bytes().all(|b| b.is_ascii_digit())
 }
 
-/// Walks the store directory `dir` (an array, an image's group, or a level
-/// of one): what it holds, or what forbids deleting it (`ours`: this
+/// Walks the store directory `dir` (an array, an image's group, a level
+/// of one, or an acquisition's group of them): what it holds, or what forbids deleting it (`ours`: this
 /// stream holds `dir`'s lock).
 fn survey(dir: &Path, ours: bool) -> Result<Found, Keep> {
     let mut found = Found::Nothing;
@@ -126,6 +126,12 @@ fn survey(dir: &Path, ours: bool) -> Result<Found, Keep> {
                 survey(&path, false)?;
                 found = Found::Store;
             }
+            // an array or group of an acquisition (`cam0`, a plate's `A`):
+            // Zarr nodes alone inside, or it is not ours to delete
+            _ if kind.is_dir() => match survey(&path, false)? {
+                Found::Store => found = Found::Store,
+                Found::Nothing => return Err(Keep::Foreign(path)),
+            },
             _ => return Err(Keep::Foreign(path)),
         }
     }

@@ -35,6 +35,18 @@ impl Group {
         })
     }
 
+    /// Makes ready the group at `key` inside `parent` (new and empty),
+    /// locked with `parent`: an image of an acquisition.
+    pub fn within(
+        parent: &StoreRoot,
+        key: &str,
+        options: &ZarrOptions,
+    ) -> Result<Group, StreamError> {
+        Ok(Group {
+            root: parent.within(key, options)?,
+        })
+    }
+
     /// Where the group is.
     pub fn path(&self) -> &Path {
         self.root.path()
@@ -49,9 +61,35 @@ impl Group {
     /// Replaces the group's `zarr.json` with `metadata`, durably: a reader
     /// sees the old document or the new one, whole.
     pub fn put_metadata(&self, metadata: &serde_json::Value) -> Result<(), StreamError> {
+        self.put_metadata_at("", metadata)
+    }
+
+    /// Replaces the `zarr.json` of the group at `key` under this one (`""`:
+    /// this group's own) with `metadata`, durably, as [`Group::put_metadata`]
+    /// does: the groups between an acquisition's root and its arrays.
+    ///
+    /// ```
+    /// use retile_store::{Group, ZarrOptions};
+    /// let dir = std::env::temp_dir().join(format!("retile-group-at-doc-{}", std::process::id()));
+    /// let group = Group::create(&ZarrOptions { path: dir.clone(), overwrite: true, ..Default::default() })?;
+    /// std::fs::create_dir_all(dir.join("A"))?;
+    /// group.put_metadata_at("A", &serde_json::json!({"zarr_format": 3, "node_type": "group"}))?;
+    /// assert!(dir.join("A/zarr.json").is_file());
+    /// # std::fs::remove_dir_all(&dir).ok();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn put_metadata_at(
+        &self,
+        key: &str,
+        metadata: &serde_json::Value,
+    ) -> Result<(), StreamError> {
         let dest = self.root.dest();
         let fail = |e| store_error(dest.name(), "writing the group metadata zarr.json", e);
         let bytes = serde_json::to_vec_pretty(metadata).map_err(|e| fail(e.into()))?;
-        dest.put_metadata("zarr.json", &bytes, true).map_err(fail)
+        let file = match key {
+            "" => "zarr.json".to_string(),
+            key => format!("{key}/zarr.json"),
+        };
+        dest.put_metadata(&file, &bytes, true).map_err(fail)
     }
 }

@@ -48,6 +48,25 @@ impl StoreRoot {
         self.dest.name()
     }
 
+    /// The store at `key` inside this one (an image's group in an
+    /// acquisition), made ready (new and empty) and locked with this one.
+    ///
+    /// ```
+    /// use retile_store::{StoreRoot, ZarrOptions};
+    /// let dir = std::env::temp_dir().join(format!("retile-root-within-doc-{}", std::process::id()));
+    /// let options = ZarrOptions { path: dir.clone(), overwrite: true, ..Default::default() };
+    /// let root = StoreRoot::open(&options)?;
+    /// let image = root.within("plate/A/1/0", &options)?;
+    /// assert!(image.path().ends_with("plate/A/1/0") && image.path().is_dir());
+    /// # drop(image); drop(root); std::fs::remove_dir_all(&dir).ok();
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
+    pub fn within(&self, key: &str, options: &ZarrOptions) -> Result<StoreRoot, StreamError> {
+        Ok(StoreRoot {
+            dest: self.dest_for(key, options)?,
+        })
+    }
+
     /// The destination of the array at `key` (made ready: new and empty).
     pub(crate) fn dest_for(&self, key: &str, options: &ZarrOptions) -> Result<Dest, StreamError> {
         match key {

@@ -10,10 +10,10 @@
 use std::collections::{BTreeMap, HashMap};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, Weak};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::Instant;
 
-use retile_plan::{SharedEpoch, StreamError, StreamPlan};
+use retile_plan::{shared_pool, SharedEpoch, StreamError, StreamPlan};
 
 use crate::chain::{Claim, Claiming};
 use crate::codec::Encoder;
@@ -153,24 +153,8 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// pyramid, the arrays of an acquisition): one set of threads, none
 /// spinning while another set works.
 pub(crate) fn writer_pool(count: usize) -> Result<Arc<rayon::ThreadPool>, String> {
-    static POOLS: Mutex<Vec<(usize, Weak<rayon::ThreadPool>)>> = Mutex::new(Vec::new());
-    let mut pools = lock(&POOLS);
-    pools.retain(|(_, pool)| pool.strong_count() > 0);
-    if let Some(pool) = pools
-        .iter()
-        .find(|(n, _)| *n == count)
-        .and_then(|(_, p)| p.upgrade())
-    {
-        return Ok(pool);
-    }
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(count)
-        .thread_name(|i| format!("retile-zarr-writer-{i}"))
-        .build()
-        .map(Arc::new)
-        .map_err(|e| format!("cannot start {count} writer threads: {e}"))?;
-    pools.push((count, Arc::downgrade(&pool)));
-    Ok(pool)
+    shared_pool("retile-zarr-writer", count)
+        .map_err(|e| format!("cannot start {count} writer threads: {e}"))
 }
 
 /// CPU time of the calling thread in nanoseconds (0 where it cannot tell):

@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use retile_plan::{
-    epoch_buffer_count, filled, plan_stream, EpochBuffer, Sink, StreamError, StreamPlan,
-    StreamSpec, Summary,
+    epoch_buffer_count, filled, plan_stream, shared_pool, EpochBuffer, Sink, StreamError,
+    StreamPlan, StreamSpec, Summary,
 };
 
 use crate::scatter::Geometry;
@@ -176,10 +176,15 @@ impl Filler for TileStream {
     }
 }
 
-/// The threads a stream tiles with: `threads` of them, or one per core for 0.
+/// The threads a stream tiles with: `threads` of them, or one per core for
+/// 0, shared by every stream of the process that asks for as many while one
+/// is alive (the arrays of an acquisition): one set of threads, none
+/// spinning while another set works.
 ///
 /// ```
-/// assert_eq!(retile_tiler::thread_pool(3)?.current_num_threads(), 3);
+/// let pool = retile_tiler::thread_pool(3)?;
+/// assert_eq!(pool.current_num_threads(), 3);
+/// assert!(std::sync::Arc::ptr_eq(&pool, &retile_tiler::thread_pool(3)?));
 /// assert!(retile_tiler::thread_pool(retile_tiler::MAX_THREADS + 1).is_err());
 /// # Ok::<(), retile_plan::StreamError>(())
 /// ```
@@ -189,9 +194,6 @@ pub fn thread_pool(threads: usize) -> Result<Arc<rayon::ThreadPool>, StreamError
             "a stream tiles with 0 (all cores) to {MAX_THREADS} threads, not {threads}"
         )));
     }
-    rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build()
-        .map(Arc::new)
+    shared_pool("retile-tiler", threads)
         .map_err(|e| StreamError::Invalid(format!("cannot start {threads} threads: {e}")))
 }

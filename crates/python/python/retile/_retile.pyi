@@ -30,14 +30,23 @@ class Stream:
     ``memory=BYTES`` buys as many epoch buffers as fit (at least two);
     ``codec_on`` (``"auto"``, ``"gpu"``, ``"cpu"``) says where a
     ``backend="cuda"`` stream compresses.
+
+    Several arrays in one stream: ``arrays={"cam0": dict(shape=..., tile=...,
+    dtype=..., ...), "run/cam1": dict(...)}`` (each dict takes this
+    constructor's array options; ``/`` in a key makes nested groups), or an
+    HCS plate: ``plate=dict(name=..., rows=[...], columns=[...], fields=N,
+    wells=None or ["A/1", ...]), image=dict(shape=..., ...)``. Frames go in
+    with ``append(frame, key="cam0")`` (a plate's ``key="A/1/0"``);
+    ``memory`` is then the budget every array's buffers share, and
+    ``summary`` is a dict by key.
     """
 
     def __init__(
         self,
         output: Union[str, PathLike[str], None],
-        shape: Sequence[int],
-        tile: Sequence[int],
-        dtype: Any,
+        shape: Optional[Sequence[int]] = None,
+        tile: Optional[Sequence[int]] = None,
+        dtype: Any = None,
         shard: Optional[Sequence[int]] = None,
         codec: str = "none",
         fill: Any = 0,
@@ -61,13 +70,32 @@ class Stream:
         codec_on: Optional[str] = None,
         memory: Optional[int] = None,
         sync: str = "end",
+        arrays: Optional[Dict[str, Dict[str, Any]]] = None,
+        plate: Optional[Dict[str, Any]] = None,
+        image: Optional[Dict[str, Any]] = None,
+        attributes: Optional[Dict[str, Any]] = None,
     ) -> None: ...
-    def append(self, data: Any) -> int:
+    def append(self, data: Any, key: Optional[str] = None, metadata: Optional[Dict[str, Any]] = None) -> int:
         """Appends a C-contiguous buffer (no copy, GIL released); returns the bytes taken.
 
         Example::
 
-            s.append(np.zeros((480, 640), np.uint16))
+            s.append(np.zeros((480, 640), np.uint16), metadata={"t_ms": 0.0})
+            acquisition.append(frame, key="cam0")  # several arrays: whole frames of one
+        """
+    def skip(self, planes: int, key: Optional[str] = None) -> None:
+        """Adds ``planes`` planes of the fill value (dropped frames).
+
+        Example::
+
+            s.skip(3)
+        """
+    def set_attributes(self, attributes: Dict[str, Any], key: Optional[str] = None) -> None:
+        """Updates the user attributes; written with the next claim.
+
+        Example::
+
+            s.set_attributes({"temperature_c": 37.0})
         """
     def finish(self) -> Dict[str, Any]:
         """Writes the rest, closes the store, returns the summary dict.
@@ -83,11 +111,17 @@ class Stream:
     def bytes_taken(self) -> int:
         """Input bytes taken so far."""
     @property
-    def dtype(self) -> str:
-        """retile's name of the element type, e.g. ``"u16"``."""
+    def dtype(self) -> Optional[str]:
+        """retile's name of the element type, e.g. ``"u16"`` (None: several arrays)."""
     @property
-    def zarr_dtype(self) -> str:
-        """numpy's / Zarr's name of the element type, e.g. ``"uint16"``."""
+    def zarr_dtype(self) -> Optional[str]:
+        """numpy's / Zarr's name of the element type, e.g. ``"uint16"`` (None: several arrays)."""
+    @property
+    def keys(self) -> List[str]:
+        """The arrays' keys, in order (empty for one array)."""
+    @property
+    def memory(self) -> Dict[str, Any]:
+        """``{"budget": BYTES or None, "bytes": total, "arrays": {key: bytes}}``."""
     @property
     def finished(self) -> bool:
         """Whether ``finish`` returned."""
