@@ -92,7 +92,7 @@ fn open_image(
         };
         let sink = ZarrSink::in_root(group.root(), &k.to_string(), options).chained(chain.level(k));
         Ok(Box::new(match k {
-            0 => sink.describing_image(&group, metadata.clone()),
+            0 => sink.describing_image(group, metadata.clone()),
             _ => sink,
         }))
     })
