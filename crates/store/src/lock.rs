@@ -109,6 +109,11 @@ impl Owner {
         })
     }
 
+    /// Whether this owner is this very process.
+    fn is_this_process(&self) -> bool {
+        self.pid == std::process::id() && self.host == host_name()
+    }
+
     /// Whether this owner is a process of this host that no longer runs.
     fn is_dead_here(&self) -> bool {
         let Ok(pid) = libc::pid_t::try_from(self.pid) else {
@@ -259,6 +264,18 @@ pub(crate) struct ObjectLock {
     lost: Arc<Mutex<Option<String>>>,
 }
 
+/// The S3 locks a stream of this process holds now, by key: a lock
+/// object naming this process that is not among them was left by a stream
+/// of this process that ended (its deletion cut short by a slow server),
+/// and is stale.
+static HELD_HERE: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+/// Whether a stream of this process holds the lock at `key`.
+fn held_here(key: &Key) -> bool {
+    let held = HELD_HERE.lock().unwrap_or_else(|e| e.into_inner());
+    held.iter().any(|k| k == key.as_ref())
+}
+
 /// The error of a request about the lock object, explained as every S3
 /// request's is (refused credentials named, one line).
 fn request_error(url: &Path, doing: &str, e: object_store::Error) -> StreamError {
@@ -277,6 +294,10 @@ impl ObjectLock {
     ) -> Result<ObjectLock, StreamError> {
         let key = prefix.clone().join(LOCK_NAME);
         let version = runtime.block_on(take(store, &key, url))?;
+        HELD_HERE
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(key.to_string());
         let lost = Arc::new(Mutex::new(None));
         let refresher = runtime.spawn(refresh(store.clone(), key.clone(), version, lost.clone()));
         Ok(ObjectLock {
@@ -347,7 +368,9 @@ async fn read_lock(
     let text = String::from_utf8_lossy(&text).into_owned();
     let owner = Owner::parse(&text);
     let stale = owner.as_ref().is_none_or(|o| {
-        o.is_dead_here() || now_seconds().saturating_sub(o.refreshed) > STALE_AFTER.as_secs()
+        o.is_dead_here()
+            || (o.is_this_process() && !held_here(key))
+            || now_seconds().saturating_sub(o.refreshed) > STALE_AFTER.as_secs()
     });
     let live_owner = (!stale).then(|| describe(&text));
     Ok(Some(ReadLock {
@@ -430,6 +453,12 @@ impl Drop for ObjectLock {
     /// stale (or, on this host, is taken over at once: its process is gone).
     fn drop(&mut self) {
         self.refresher.abort();
+        {
+            let mut held = HELD_HERE.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(at) = held.iter().position(|k| k == self.key.as_ref()) {
+                held.swap_remove(at);
+            }
+        }
         let lost = self.lost.lock().map_or(true, |l| l.is_some());
         if lost || tokio::runtime::Handle::try_current().is_ok() {
             return;

@@ -390,11 +390,17 @@ fn an_image_is_overwritten_only_without_a_live_level_or_a_foreign_object_and_a_f
     let (shape, read) = read_back(&client, "img/0");
     assert_eq!(shape, vec![4, 32, 32]);
     assert_same(&read, &values(4 * 32 * 32), "the image overwritten");
-    // a start that fails at level 1 leaves nothing that would refuse its retry
+    // a start that fails at level 1 leaves nothing that would refuse its
+    // retry: no object of the store (its own locks are deleted as it ends,
+    // or, where a slow server cuts that short, taken over as stale)
     put("fresh/1/.retile.lock", foreign_lock(0));
     let err = image("fresh", false).unwrap_err().to_string();
     assert!(err.contains("process 4242 on host elsewhere"), "{err}");
-    assert_eq!(keys("fresh"), vec!["1/.retile.lock".to_string()]);
+    let left: Vec<String> = keys("fresh")
+        .into_iter()
+        .filter(|k| !k.ends_with(".retile.lock"))
+        .collect();
+    assert!(left.is_empty(), "a failed start left {left:?}");
     delete("fresh/1/.retile.lock");
     image("fresh", false).unwrap();
     let (shape, _) = read_back(&client, "fresh/0");
