@@ -135,7 +135,7 @@ pub fn stream(
     let inputs = inputs_by_key(inputs, &keys)?;
     let opened: Vec<(String, Input)> = inputs
         .into_iter()
-        .map(|(key, file)| Ok((key, Input::open(&file)?)))
+        .map(|(key, file)| Ok((key, Input::open(&file, 0)?)))
         .collect::<Result<_, CliError>>()?;
     stop_on_interrupt();
     let mut acquisition = settings.open(ZarrOptions {

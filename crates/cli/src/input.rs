@@ -23,11 +23,31 @@ use std::time::Duration;
 
 use thiserror::Error;
 
-/// Bytes of one input buffer: every append hands the stream one buffer.
+/// Bytes of one input buffer about: every append hands the stream one buffer.
 /// Small enough that a buffer is still in the last-level cache when the
 /// tiler reads it, large enough that appends are few (measured: 1 to 8 MiB
 /// differ little on 2 cores, 4 MiB was best).
 pub const BUFFER_BYTES: usize = 4 << 20;
+
+/// The largest buffer made to hold whole planes; larger planes come in
+/// pieces of [`BUFFER_BYTES`].
+const MAX_PIECE_BYTES: u64 = 16 << 20;
+
+/// Bytes of input a file's reader threads hold at most, about.
+const RING_BYTES: usize = 64 << 20;
+
+/// Bytes of one input buffer for planes of `plane` bytes: a whole number
+/// of planes, about [`BUFFER_BYTES`] of them, where a plane is at most 16
+/// MiB, so that every append hands the stream whole planes (a pyramid's
+/// halver then reduces them where they lie instead of gathering a plane
+/// from two pieces); otherwise [`BUFFER_BYTES`].
+pub(crate) fn piece_bytes(plane: u64) -> usize {
+    match plane {
+        0 => BUFFER_BYTES,
+        p if p > MAX_PIECE_BYTES => BUFFER_BYTES,
+        p => ((BUFFER_BYTES as u64).div_ceil(p) * p) as usize,
+    }
+}
 
 /// Alignment of the buffers: a huge page, so that each can be made of them.
 const HUGE_PAGE: usize = 2 << 20;
@@ -210,6 +230,7 @@ enum Source {
     Readers(Readers),
     Synthetic {
         buffer: Option<Buffer>,
+        piece: usize,
         index: u64,
         total: u64,
         esize: usize,
@@ -227,8 +248,11 @@ struct Readers {
 }
 
 impl Input {
-    /// The file at `path`, or stdin for `-`.
-    pub fn open(path: &str) -> Result<Input, InputError> {
+    /// The file at `path`, or stdin for `-`, handed on in pieces of
+    /// whole planes of `plane` bytes where they are small enough (see
+    /// [`piece_bytes`]).
+    pub fn open(path: &str, plane: u64) -> Result<Input, InputError> {
+        let piece = piece_bytes(plane);
         let (file, name) = match path {
             "-" => {
                 let fd = io::stdin().as_fd().try_clone_to_owned().map_err(|source| {
@@ -252,8 +276,8 @@ impl Input {
             return Err(InputError::Directory { path: name });
         }
         let readers = match kind.is_ok_and(|k| k.is_file()) {
-            true => Readers::file(file, name, file_reader_threads())?,
-            false => Readers::stream(file)?,
+            true => Readers::file(file, name, file_reader_threads(), piece)?,
+            false => Readers::stream(file, piece)?,
         };
         Ok(Input {
             source: Source::Readers(readers),
@@ -261,11 +285,13 @@ impl Input {
     }
 
     /// `total` elements of `esize` bytes, element `i` holding `i` (little
-    /// endian, truncated to the element).
-    pub fn synthetic(total: u64, esize: usize) -> Input {
+    /// endian, truncated to the element), in pieces of whole planes of
+    /// `plane` bytes where they are small enough (see [`piece_bytes`]).
+    pub fn synthetic(total: u64, esize: usize, plane: u64) -> Input {
         Input {
             source: Source::Synthetic {
                 buffer: None,
+                piece: piece_bytes(plane),
                 index: 0,
                 total,
                 esize,
@@ -280,13 +306,14 @@ impl Input {
             Source::Readers(readers) => readers.next(stop),
             Source::Synthetic {
                 buffer,
+                piece,
                 index,
                 total,
                 esize,
             } => {
                 let mut buffer = match buffer.take() {
                     Some(b) => b,
-                    None => Buffer::new(BUFFER_BYTES)?,
+                    None => Buffer::new(*piece)?,
                 };
                 let n = ((*total - *index) as usize).min(buffer.capacity / *esize);
                 if n == 0 {
@@ -335,12 +362,15 @@ fn free_buffer(free: &FreeRing) -> Option<Buffer> {
 }
 
 impl Readers {
-    /// A ring of `buffers` buffers and its channels.
-    fn ring(buffers: usize) -> Result<(Readers, FreeRing, Sender<Chunk>), InputError> {
+    /// A ring of `buffers` buffers of `piece` bytes and its channels.
+    fn ring(
+        buffers: usize,
+        piece: usize,
+    ) -> Result<(Readers, FreeRing, Sender<Chunk>), InputError> {
         let (free, free_rx) = channel();
         for _ in 0..buffers {
             // cannot fail: the receiver is alive
-            let _ = free.send(Buffer::new(BUFFER_BYTES)?);
+            let _ = free.send(Buffer::new(piece)?);
         }
         let (filled_tx, filled) = channel();
         let readers = Readers {
@@ -354,10 +384,13 @@ impl Readers {
     }
 
     /// `threads` reader threads over a regular file, each reading whole
-    /// buffers at its own offsets, from the file's current offset (stdin
-    /// may be a file someone has read from already) to its end.
-    fn file(file: File, name: String, threads: usize) -> Result<Readers, InputError> {
-        let (readers, free, filled) = Readers::ring(threads + 3)?;
+    /// buffers of `piece` bytes at its own offsets, from the file's
+    /// current offset (stdin may be a file someone has read from already)
+    /// to its end; three buffers more than threads, fewer (at least three)
+    /// where that would hold more than [`RING_BYTES`].
+    fn file(file: File, name: String, threads: usize, piece: usize) -> Result<Readers, InputError> {
+        let buffers = (RING_BYTES / piece).clamp(3, threads + 3);
+        let (readers, free, filled) = Readers::ring(buffers, piece)?;
         // SAFETY: lseek on a descriptor we own; -1 is checked.
         let start = unsafe { libc::lseek(file.as_raw_fd(), 0, libc::SEEK_CUR) };
         let start = u64::try_from(start).unwrap_or(0);
@@ -369,6 +402,7 @@ impl Readers {
             name,
             start,
             opened,
+            piece: piece as u64,
             claimed: AtomicU64::new(0),
             ended: AtomicBool::new(false),
         });
@@ -381,9 +415,10 @@ impl Readers {
         Ok(readers)
     }
 
-    /// One reader thread over a pipe, a terminal, a device or a socket.
-    fn stream(mut file: File) -> Result<Readers, InputError> {
-        let (readers, free, filled) = Readers::ring(4)?;
+    /// One reader thread over a pipe, a terminal, a device or a socket,
+    /// into buffers of `piece` bytes.
+    fn stream(mut file: File, piece: usize) -> Result<Readers, InputError> {
+        let (readers, free, filled) = Readers::ring(4, piece)?;
         // a larger pipe lets a fast producer run ahead (at most what
         // /proc/sys/fs/pipe-max-size allows; refused elsewhere, harmlessly)
         // SAFETY: fcntl on a descriptor we own.
@@ -452,6 +487,8 @@ struct FileShared {
     start: u64,
     /// The length when opened: reading ending before it is an error.
     opened: u64,
+    /// Bytes of each buffer's worth.
+    piece: u64,
     /// Buffers' worth of the file claimed by a thread so far.
     claimed: AtomicU64,
     /// A thread found the end (or an error): no more claims.
@@ -467,7 +504,7 @@ impl FileShared {
                 return;
             };
             let seq = self.claimed.fetch_add(1, Ordering::AcqRel);
-            let offset = self.start + seq * BUFFER_BYTES as u64;
+            let offset = self.start + seq * self.piece;
             let end = match read_at(&self.file, &mut buffer, offset) {
                 Err(source) => End::Failed(InputError::Read { offset, source }),
                 Ok(()) if buffer.is_full() => End::More,
@@ -573,29 +610,34 @@ mod tests {
         (0..n).map(|i| (i % 251) as u8 ^ (i >> 16) as u8).collect()
     }
 
-    fn readers_over(data: &[u8], threads: usize) -> Input {
+    fn readers_over(data: &[u8], threads: usize, piece: usize) -> Input {
         let mut file = tempfile::tempfile().unwrap();
         std::io::Write::write_all(&mut file, data).unwrap();
         // reading begins where the file stands, as stdin's does
         std::io::Seek::rewind(&mut file).unwrap();
         Input {
-            source: Source::Readers(Readers::file(file, "test".into(), threads).unwrap()),
+            source: Source::Readers(Readers::file(file, "test".into(), threads, piece).unwrap()),
         }
     }
 
     #[test]
     fn several_threads_hand_a_file_on_whole_and_in_order() {
-        for (len, threads) in [
-            (0, 3),
-            (1, 2),
-            (BUFFER_BYTES, 4),
-            (3 * BUFFER_BYTES + 12345, 4),
-            (2 * BUFFER_BYTES - 1, 1),
+        for (len, threads, piece) in [
+            (0, 3, BUFFER_BYTES),
+            (1, 2, BUFFER_BYTES),
+            (BUFFER_BYTES, 4, BUFFER_BYTES),
+            (3 * BUFFER_BYTES + 12345, 4, BUFFER_BYTES),
+            (2 * BUFFER_BYTES - 1, 1, BUFFER_BYTES),
+            (5 * 3_000_000 + 7, 4, piece_bytes(3_000_000)),
+            (40 << 20, 4, piece_bytes(16 << 20)),
         ] {
             let data = bytes(len);
-            let (read, error) = drain(&mut readers_over(&data, threads));
+            let (read, error) = drain(&mut readers_over(&data, threads, piece));
             assert!(error.is_none(), "{len} bytes: {error:?}");
-            assert!(read == data, "{len} bytes over {threads} threads");
+            assert!(
+                read == data,
+                "{len} bytes over {threads} threads in {piece}-byte pieces"
+            );
         }
     }
 
@@ -606,12 +648,13 @@ mod tests {
         let data = bytes(2 * BUFFER_BYTES + 100);
         let mut file = tempfile::tempfile().unwrap();
         std::io::Write::write_all(&mut file, &data).unwrap();
-        let (readers, free, filled) = Readers::ring(3).unwrap();
+        let (readers, free, filled) = Readers::ring(3, BUFFER_BYTES).unwrap();
         let shared = Arc::new(FileShared {
             file,
             name: "cut".into(),
             start: 0,
             opened: 5 * BUFFER_BYTES as u64,
+            piece: BUFFER_BYTES as u64,
             claimed: AtomicU64::new(0),
             ended: AtomicBool::new(false),
         });
@@ -640,7 +683,11 @@ mod tests {
         let (read_end, mut write_end) = std::io::pipe().unwrap();
         let mut input = Input {
             source: Source::Readers(
-                Readers::stream(File::from(std::os::fd::OwnedFd::from(read_end))).unwrap(),
+                Readers::stream(
+                    File::from(std::os::fd::OwnedFd::from(read_end)),
+                    BUFFER_BYTES,
+                )
+                .unwrap(),
             ),
         };
         for round in 0..3u8 {
@@ -666,7 +713,11 @@ mod tests {
         let (read_end, _write_end) = std::io::pipe().unwrap();
         let mut input = Input {
             source: Source::Readers(
-                Readers::stream(File::from(std::os::fd::OwnedFd::from(read_end))).unwrap(),
+                Readers::stream(
+                    File::from(std::os::fd::OwnedFd::from(read_end)),
+                    BUFFER_BYTES,
+                )
+                .unwrap(),
             ),
         };
         let asked = std::cell::Cell::new(0);
@@ -679,8 +730,47 @@ mod tests {
 
     #[test]
     fn the_synthetic_pattern_holds_each_element_s_index() {
-        let mut input = Input::synthetic(5, 2);
+        let mut input = Input::synthetic(5, 2, 4);
         let (read, _) = drain(&mut input);
         assert_eq!(read, [0, 0, 1, 0, 2, 0, 3, 0, 4, 0]);
+    }
+
+    #[test]
+    fn pieces_hold_whole_planes_up_to_sixteen_mib() {
+        for plane in [
+            1,
+            2,
+            3,
+            1000,
+            3 << 20,
+            4 << 20,
+            (4 << 20) + 1,
+            8 << 20,
+            16 << 20,
+        ] {
+            let piece = piece_bytes(plane) as u64;
+            assert_eq!(
+                piece % plane,
+                0,
+                "{plane}-byte planes in {piece}-byte pieces"
+            );
+            assert!(piece >= BUFFER_BYTES as u64 && piece < BUFFER_BYTES as u64 + plane);
+        }
+        for plane in [0, (16 << 20) + 1, 1 << 40] {
+            assert_eq!(piece_bytes(plane), BUFFER_BYTES);
+        }
+    }
+
+    #[test]
+    fn every_piece_of_a_file_but_the_last_holds_whole_planes() {
+        let plane = 3_000_000;
+        let data = bytes(7 * plane + 11);
+        let mut input = readers_over(&data, 3, piece_bytes(plane as u64));
+        let mut lens = Vec::new();
+        while let Next::Piece(piece) = input.next(|| false).unwrap() {
+            lens.push(piece.bytes().len());
+            input.give_back(piece);
+        }
+        assert_eq!(lens, [6_000_000, 6_000_000, 6_000_000, 3_000_011]);
     }
 }

@@ -589,8 +589,14 @@ pub fn stream(args: &StreamArgs) -> Result<ExitCode, CliError> {
         },
     };
     let (input, expected) = match input {
-        None => (Input::synthetic(total / esize as u64, esize), Some(total)),
-        Some(path) => (Input::open(path)?, (!spec.is_unbounded()).then_some(total)),
+        None => (
+            Input::synthetic(total / esize as u64, esize, plane_bytes),
+            Some(total),
+        ),
+        Some(path) => (
+            Input::open(path, plane_bytes)?,
+            (!spec.is_unbounded()).then_some(total),
+        ),
     };
     // from here on an interrupt stops the input and the store is closed
     stop_on_interrupt();
@@ -807,7 +813,7 @@ pub fn demo() -> Result<ExitCode, CliError> {
     let total = 256 * 1024 * 1024u64;
     let code = run(
         &mut tiles,
-        Input::synthetic(total, 2),
+        Input::synthetic(total, 2, 1024 * 1024 * 2),
         Some(total * 2),
         Some(&path),
         None,
