@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Two retile binaries on the same frames read from a file, interleaved, with
+# each run's own report (where its time went): the CLI's file input, the
+# writer threads and, with PYRAMID=1, a 4-level mean pyramid.
+#
+#     bench/ab_file.sh OLD NEW OUTDIR       # e.g. OUTDIR=/dev/shm/ab on the device host
+#
+# 384 frames of 2048x2048 u16 (the peers' scene: writers_peer.py's), chunk
+# 64x256x256, shard 1x4x4; CODECS="none blosc-lz4:1 blosc-zstd:1", REPS=2.
+set -euo pipefail
+old=$1 new=$2 out=$3
+codecs=${CODECS:-none blosc-lz4:1 blosc-zstd:1}
+mkdir -p "$out"
+frames=$out/frames.raw
+[ -f "$frames" ] || python3 - "$frames" <<'PY'
+import sys
+import numpy as np
+H = W = 2048
+rng = np.random.default_rng(7)
+yy, xx = np.mgrid[0:H, 0:W]
+base = (200 + 800 * (np.sin(yy / 97.0) * np.cos(xx / 61.0)) ** 2).astype(np.uint16)
+with open(sys.argv[1], "wb") as f:
+    for t in range(384):
+        (base + rng.integers(0, 64, size=(H, W), dtype=np.uint16) + (t % 50)).astype(np.uint16).tofile(f)
+PY
+pyramid=()
+[ "${PYRAMID:-0}" = 1 ] && pyramid=(--pyramid mean --levels 4)
+for rep in $(seq "${REPS:-2}"); do
+    for codec in $codecs; do
+        for bin in "$old" "$new"; do
+            echo "== rep $rep $codec $bin ${pyramid[*]}"
+            rm -rf "$out/ab.zarr"
+            "$bin" stream --shape 0,2048,2048 --tile 64,256,256 --dtype u16 --shard 1,4,4 \
+                --codec "$codec" --input "$frames" --output "$out/ab.zarr" "${pyramid[@]}" 2>&1 |
+                head -3 | sed 's/^/    /'
+        done
+    done
+done
+rm -rf "$out/ab.zarr" "$frames"
