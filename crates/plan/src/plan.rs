@@ -316,7 +316,14 @@ impl StreamPlan {
                     .into(),
             ));
         }
-        let map = TileMap::new(lifted, &spec.shape, &spec.tile, &counts, slot / esize, &strides)?;
+        let map = TileMap::new(
+            lifted,
+            &spec.shape,
+            &spec.tile,
+            &counts,
+            slot / esize,
+            &strides,
+        )?;
         let plan = StreamPlan {
             spec: spec.clone(),
             counts,

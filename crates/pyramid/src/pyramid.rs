@@ -240,6 +240,12 @@ impl MultiscaleStream {
         let started = Instant::now();
         let halve = pyramid.halved(&spec)?;
         let specs = pyramid.level_specs(&spec)?;
+        if specs.len() > 1 && !spec.in_stored_order() {
+            return Err(StreamError::Invalid(format!(
+                "a pyramid halves planes in the stored order, but the input order {:?} is another; stream without a pyramid (levels=1), or send the input in stored order",
+                spec.input_order()
+            )));
+        }
         let on_device = backend == Backend::Cuda && specs.len() > 1;
         // one pool for every level's tiling and the halving (the GPU halves
         // on its own): pools of their own would spin while another works
@@ -369,6 +375,13 @@ impl MultiscaleStream {
             return Err(StreamError::Finished);
         }
         let spec = self.plan().spec().clone();
+        if !spec.epochs_in_input_order() {
+            return Err(StreamError::Invalid(format!(
+                "skip adds planes of the stored first dimension, but the input order {:?} is slowest along dimension {}: append its frames of the fill value instead",
+                spec.input_order(),
+                spec.input_order()[0]
+            )));
+        }
         let plane_bytes = spec
             .plane_elements()?
             .checked_mul(self.fill.len() as u64)

@@ -225,7 +225,10 @@ impl Filler for TileStream {
         let mut buffer = self.take_buffer()?;
         let n0 = self.state.plan.spec().tile()[0];
         if planes < n0 {
-            let (tile_bytes, slot_bytes) = (self.state.plan.tile_bytes() as usize, self.state.plan.slot_bytes() as usize);
+            let (tile_bytes, slot_bytes) = (
+                self.state.plan.tile_bytes() as usize,
+                self.state.plan.slot_bytes() as usize,
+            );
             let keep = tile_bytes / n0 as usize * planes as usize;
             let tail = filled(tile_bytes - keep, &self.fill);
             for slot in buffer.chunks_exact_mut(slot_bytes) {

@@ -161,8 +161,8 @@ impl Permuted {
         for (i, &byte) in src.iter().enumerate() {
             let at = pos + i;
             let e = at / self.esize;
-            let dst = self.element(e / self.row_elems, e % self.row_elems) * self.esize
-                + at % self.esize;
+            let dst =
+                self.element(e / self.row_elems, e % self.row_elems) * self.esize + at % self.esize;
             buffers[dst / self.epoch_bytes][dst % self.epoch_bytes] = byte;
         }
     }
@@ -198,7 +198,14 @@ impl Permuted {
                     copy_columns(to, step_f, from, row_bytes, rows, len, es, self.transpose);
                 } else {
                     for k in 0..rows {
-                        copy_runs(to.add(k * step_g), step_f, from.add(k * row_bytes), es, len, es);
+                        copy_runs(
+                            to.add(k * step_g),
+                            step_f,
+                            from.add(k * row_bytes),
+                            es,
+                            len,
+                            es,
+                        );
                     }
                 }
             }

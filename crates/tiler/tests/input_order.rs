@@ -66,9 +66,7 @@ fn extents(case: &Case) -> Vec<u64> {
 /// The input index of the element at stored `coords`: row-major over the
 /// extents taken in input order.
 fn input_index(coords: &[u64], extents: &[u64], order: &[usize]) -> u64 {
-    order
-        .iter()
-        .fold(0, |acc, &d| acc * extents[d] + coords[d])
+    order.iter().fold(0, |acc, &d| acc * extents[d] + coords[d])
 }
 
 fn run(case: &Case, data: &[u8]) -> (Result<u64, StreamError>, MemorySink) {
@@ -119,7 +117,10 @@ fn check_tiles(case: &Case, data: &[u8], sink: &MemorySink) {
                 let at = input_index(&coords, &extents, &case.order) as usize * es;
                 assert_eq!(got, &data[at..at + es], "element {coords:?} of {case:?}");
             } else {
-                assert!(got.iter().all(|&b| b == 0xA5), "padding at {coords:?} of {case:?}");
+                assert!(
+                    got.iter().all(|&b| b == 0xA5),
+                    "padding at {coords:?} of {case:?}"
+                );
             }
         }
     }
@@ -168,10 +169,17 @@ proptest! {
 fn bad_orders_are_refused_with_the_rule() {
     let spec = StreamSpec::new(DType::U8, vec![2, 3, 4], vec![1, 1, 4]).unwrap();
     for order in [vec![0, 1], vec![0, 1, 1], vec![0, 1, 3], vec![0, 1, 2, 3]] {
-        let err = spec.clone().with_input_order(order).unwrap_err().to_string();
+        let err = spec
+            .clone()
+            .with_input_order(order)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("is not a permutation"), "{err}");
     }
     let unbounded = StreamSpec::new(DType::U8, vec![0, 3, 4], vec![1, 1, 4]).unwrap();
-    let err = unbounded.with_input_order(vec![1, 0, 2]).unwrap_err().to_string();
+    let err = unbounded
+        .with_input_order(vec![1, 0, 2])
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("unbounded"), "{err}");
 }
