@@ -126,7 +126,11 @@ impl StreamSpec {
     /// ```
     pub fn within_memory(self, memory: u64) -> Result<StreamSpec, StreamError> {
         let buffers = StreamPlan::new(&self)?.epoch_buffers_within(memory)?;
-        self.with_epoch_buffers(buffers)
+        match self.epochs_in_input_order() {
+            true => self.with_epoch_buffers(buffers),
+            // held whole: the count is the stream's epochs, not the spec's
+            false => Ok(self),
+        }
     }
 
     /// Epoch buffers the stream holds at most.

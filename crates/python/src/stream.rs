@@ -176,6 +176,12 @@ impl Drop for HeldBuffer {
 /// each plane, in the string array ``frame_metadata`` inside the output.
 /// Both are written with the claims of the planes. ``skip(n)`` adds ``n``
 /// planes of the fill value for dropped frames.
+/// ``input_order=["t", "z", "c", "y", "x"]`` says in which order the
+/// elements arrive, slowest first, when it is not the stored order: names
+/// of ``dim_names`` (or of the default axes of the rank without them) or
+/// stored indices; any permutation. Frames are then slabs of the input's
+/// slowest dimension. When that is not the stored first, the stream must be
+/// bounded, holds every epoch until the input ends and claims it all then.
 /// ``memory=BYTES`` gives the stream as many epoch buffers as fit (at least
 /// two, as ``retile stream --memory``): more of them absorb bursts of input
 /// and let the writers work on more epochs at once.
