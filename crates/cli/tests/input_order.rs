@@ -42,13 +42,16 @@ fn check(dir: &Path, shape: &[u64], order: &[usize]) {
     assert_eq!(array.shape(), shape);
     let values: Vec<u16> = array.retrieve_array_subset(&array.subset_all()).unwrap();
     for (i, &v) in values.iter().enumerate() {
-        let coords = retile_coords(i as u64, shape);
+        let coords = unravel(i as u64, shape);
         let index = order.iter().fold(0, |a, &d| a * shape[d] + coords[d]);
-        assert_eq!(v, index as u16, "element {coords:?} of {shape:?} in order {order:?}");
+        assert_eq!(
+            v, index as u16,
+            "element {coords:?} of {shape:?} in order {order:?}"
+        );
     }
 }
 
-fn retile_coords(mut index: u64, extents: &[u64]) -> Vec<u64> {
+fn unravel(mut index: u64, extents: &[u64]) -> Vec<u64> {
     let mut coords = vec![0; extents.len()];
     for (c, &e) in coords.iter_mut().zip(extents).rev() {
         *c = index % e;
@@ -138,16 +141,28 @@ fn the_plan_states_the_order_and_its_memory() {
     assert_eq!(json["input_order"], serde_json::json!([0, 1, 3, 2]));
     // an epoch is 6 tiles of 32 bytes, two of them as in the stored order
     assert_eq!(json["memory_bytes"], 2 * 6 * 32);
-    let held = plan(&["--dim-names", "a,b,c,d", "--input-order", "b,a,c,d", "--json"]);
+    let held = plan(&[
+        "--dim-names",
+        "a,b,c,d",
+        "--input-order",
+        "b,a,c,d",
+        "--json",
+    ]);
     let json: serde_json::Value = serde_json::from_slice(&held.stdout).unwrap();
     // slowest along the stored second: all 4 epochs held at once
     assert_eq!(json["memory_bytes"], 4 * 6 * 32);
     let text = String::from_utf8(plan(&["--input-order", "z,t,y,x"]).stdout).unwrap();
     assert!(text.contains("input order     [1, 0, 2, 3]"), "{text}");
-    assert!(text.contains("every epoch is held until the input ends"), "{text}");
+    assert!(
+        text.contains("every epoch is held until the input ends"),
+        "{text}"
+    );
     let refused = plan(&["--input-order", "z,t,y,x", "--memory", "767"]);
     let err = String::from_utf8_lossy(&refused.stderr);
-    assert!(!refused.status.success() && err.contains("less than the 768 bytes"), "{err}");
+    assert!(
+        !refused.status.success() && err.contains("less than the 768 bytes"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -155,19 +170,44 @@ fn bad_orders_are_one_clear_error_each() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("bad.zarr");
     for (order, says) in [
-        ("t,y", "--input-order names 2 dimensions but the array has 3"),
+        (
+            "t,y",
+            "--input-order names 2 dimensions but the array has 3",
+        ),
         ("t,y,y", "--input-order names dimension 'y' twice"),
-        ("t,y,q", "'q' is not a dimension of the array; its dimensions are t,y,x"),
+        (
+            "t,y,q",
+            "'q' is not a dimension of the array; its dimensions are t,y,x",
+        ),
         ("0,1,3", "dimension 3 is out of range"),
-        ("y,t,x", "an unbounded stream must arrive with its first (unbounded) dimension slowest"),
+        (
+            "y,t,x",
+            "an unbounded stream must arrive with its first (unbounded) dimension slowest",
+        ),
     ] {
         let result = retile(&[
-            "stream", "--shape", "0,4,4", "--tile", "1,2,2", "--planes", "2", "--output",
-            out.to_str().unwrap(), "--input-order", order,
+            "stream",
+            "--shape",
+            "0,4,4",
+            "--tile",
+            "1,2,2",
+            "--planes",
+            "2",
+            "--output",
+            out.to_str().unwrap(),
+            "--input-order",
+            order,
         ]);
         let err = String::from_utf8_lossy(&result.stderr);
-        assert!(!result.status.success() && err.contains(says), "{order}: {err}");
-        assert_eq!(err.lines().filter(|l| !l.trim().is_empty()).count(), 1, "{err}");
+        assert!(
+            !result.status.success() && err.contains(says),
+            "{order}: {err}"
+        );
+        assert_eq!(
+            err.lines().filter(|l| !l.trim().is_empty()).count(),
+            1,
+            "{err}"
+        );
         assert!(!out.exists(), "nothing is made for a bad order");
     }
 }
