@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings, strategies as st, HealthCheck
 
 import retile
+from pyramid_reference import default_halved, halve, level_shapes, random_array
 
 zarr = pytest.importorskip("zarr")
 
@@ -173,10 +174,39 @@ def test_the_plan_states_the_memory_and_a_small_budget_is_refused_with_it(tmp_pa
     assert s.summary["buffer_bytes"] == whole
 
 
-def test_a_pyramid_refuses_a_permuted_input(tmp_path):
-    with pytest.raises(ValueError, match="a pyramid halves planes in the stored order"):
-        retile.Stream(tmp_path / "p.zarr", shape=(0, 64, 64), tile=(1, 32, 32), dtype="uint8",
-                      pyramid="mean", input_order=["t", "x", "y"])
+def test_a_pyramid_refuses_an_input_slowest_along_another_dimension(tmp_path):
+    with pytest.raises(ValueError, match="a pyramid halves stored planes as they complete"):
+        retile.Stream(tmp_path / "p.zarr", shape=(4, 64, 64), tile=(1, 32, 32), dtype="uint8",
+                      pyramid="mean", input_order=["y", "t", "x"])
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_a_pyramid_of_a_permuted_input_matches_numpy(tmp_path, seed):
+    rng = np.random.default_rng(4100 + seed)
+    rank = 3 + seed % 3
+    shape = [int(rng.integers(1, 5))] + [int(rng.integers(2, 12)) for _ in range(rank - 1)]
+    tile = [int(rng.integers(1, 4)) for _ in range(rank)]
+    dtype = ["u1", "i2", "f4", "f8"][seed % 4]
+    method = ["mean", "min", "max", "decimate", "median"][seed % 5]
+    order = [0] + [int(d) + 1 for d in rng.permutation(rank - 1)]
+    data = random_array(rng, shape, dtype)
+    out = tmp_path / "p.zarr"
+    unbounded = seed % 2 == 0
+    raw = np.ascontiguousarray(np.transpose(data, order)).tobytes()
+    with retile.Stream(out, shape=[0 if unbounded else shape[0]] + shape[1:], tile=tile, dtype=np.dtype(dtype),
+                       pyramid=method, input_order=order, codec="zstd:1" if seed % 3 == 0 else "none") as s:
+        cuts = sorted(int(c) for c in rng.integers(0, len(raw) + 1, size=3))
+        for a, b in zip([0] + cuts, cuts + [len(raw)]):
+            s.append(raw[a:b])
+    halved = default_halved(rank)
+    shapes = level_shapes(shape, tile, halved)
+    want = data
+    for k in range(len(shapes)):
+        got = zarr.open_array(str(out / str(k)), mode="r")[...]
+        bits = f"u{got.dtype.itemsize}"
+        assert got.shape == want.shape and np.array_equal(got.view(bits), want.view(bits)), (k, order, method)
+        want = halve(want, halved, method)
+    assert not (out / str(len(shapes))).exists()
 
 
 def test_skip_and_metadata_need_the_stored_first_dimension_slowest(tmp_path):
