@@ -715,6 +715,7 @@ fn run(
                     StreamError::PartialPlane { planes, .. }
                     | StreamError::ShortInput { planes, .. },
                 ) => planes,
+                Err(StreamError::HeldInput { .. }) => 0,
                 Err(e) => return Err(format!("{error}; then closing the store failed: {e}").into()),
             },
             source: error,
@@ -744,6 +745,10 @@ fn stopped(
         Err(StreamError::ShortInput { planes, expected }) => (
             planes,
             format!("; the array is {planes} of the shape's {expected} planes long"),
+        ),
+        Err(StreamError::HeldInput { bytes, expected }) => (
+            0,
+            format!("; the input order's slowest dimension is not the stored first, so the {bytes} of {expected} bytes taken completed no stored plane"),
         ),
         Err(e) => return Err(format!("interrupted, and closing the store failed: {e}").into()),
     };

@@ -211,3 +211,31 @@ fn bad_orders_are_one_clear_error_each() {
         assert!(!out.exists(), "nothing is made for a bad order");
     }
 }
+
+#[test]
+fn a_short_input_slowest_along_another_dimension_claims_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let (input, out) = (dir.path().join("in.raw"), dir.path().join("held.zarr"));
+    write_input(&input, &[4, 3, 5]);
+    let bytes = std::fs::read(&input).unwrap();
+    std::fs::write(&input, &bytes[..bytes.len() - 2]).unwrap();
+    let result = retile(&[
+        "stream",
+        "--shape",
+        "3,4,5",
+        "--tile",
+        "2,2,2",
+        "--input",
+        input.to_str().unwrap(),
+        "--output",
+        out.to_str().unwrap(),
+        "--input-order",
+        "y,t,x",
+    ]);
+    let err = String::from_utf8_lossy(&result.stderr);
+    assert!(
+        !result.status.success() && err.contains("no stored plane was complete"),
+        "{err}"
+    );
+    assert_eq!(common::claimed(&out), 0);
+}
