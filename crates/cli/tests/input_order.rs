@@ -239,3 +239,42 @@ fn a_short_input_slowest_along_another_dimension_claims_nothing() {
     );
     assert_eq!(common::claimed(&out), 0);
 }
+
+#[test]
+fn a_pyramid_plan_refuses_an_order_that_completes_no_plane() {
+    let result = retile(&[
+        "plan",
+        "stream",
+        "--shape",
+        "4,3,8,8",
+        "--tile",
+        "1,1,4,8",
+        "--input-order",
+        "z,t,y,x",
+        "--pyramid",
+        "mean",
+    ]);
+    let err = String::from_utf8_lossy(&result.stderr);
+    assert!(
+        !result.status.success() && err.contains("a pyramid halves stored planes"),
+        "{err}"
+    );
+    let kept = retile(&[
+        "plan",
+        "stream",
+        "--shape",
+        "4,3,8,8",
+        "--tile",
+        "1,1,4,8",
+        "--input-order",
+        "t,z,x,y",
+        "--pyramid",
+        "mean",
+        "--json",
+    ]);
+    assert!(
+        kept.status.success(),
+        "{}",
+        String::from_utf8_lossy(&kept.stderr)
+    );
+}

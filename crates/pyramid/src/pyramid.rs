@@ -108,6 +108,12 @@ impl PyramidOptions {
                 Some(n) => specs.len() == n,
                 None => fits(&shape),
             };
+            if done && specs.len() > 1 && !spec.epochs_in_input_order() {
+                return Err(StreamError::Invalid(format!(
+                    "a pyramid halves stored planes as they complete, but the input order {:?} completes none before it ends (its slowest dimension is not the stored first); stream without a pyramid (levels=1), or put the stored first dimension slowest",
+                    spec.input_order()
+                )));
+            }
             if done {
                 return Ok(specs);
             }
@@ -244,12 +250,6 @@ impl MultiscaleStream {
         let started = Instant::now();
         let halve = pyramid.halved(&spec)?;
         let specs = pyramid.level_specs(&spec)?;
-        if specs.len() > 1 && !spec.epochs_in_input_order() {
-            return Err(StreamError::Invalid(format!(
-                "a pyramid halves stored planes as they complete, but the input order {:?} completes none before it ends (its slowest dimension is not the stored first); stream without a pyramid (levels=1), or put the stored first dimension slowest",
-                spec.input_order()
-            )));
-        }
         let reorder = match specs.len() > 1 {
             true => FrameReorder::new(&spec),
             false => None,
