@@ -27,6 +27,17 @@ fn joined<T: ToString>(values: &[T]) -> String {
     parts.join(",")
 }
 
+/// Runs `retile ARGS`, which must fail with `says` in its error.
+fn refused(args: &[&str], says: &str) -> String {
+    let result = retile(args);
+    let err = String::from_utf8_lossy(&result.stderr).into_owned();
+    assert!(
+        !result.status.success() && err.contains(says),
+        "{args:?}: {err}"
+    );
+    err
+}
+
 /// Writes the input of `shape` arriving in `order`: element `i` holds `i`.
 fn write_input(path: &Path, shape: &[u64]) {
     let total: u64 = shape.iter().product();
@@ -185,23 +196,21 @@ fn bad_orders_are_one_clear_error_each() {
             "an unbounded stream must arrive with its first (unbounded) dimension slowest",
         ),
     ] {
-        let result = retile(&[
-            "stream",
-            "--shape",
-            "0,4,4",
-            "--tile",
-            "1,2,2",
-            "--planes",
-            "2",
-            "--output",
-            out.to_str().unwrap(),
-            "--input-order",
-            order,
-        ]);
-        let err = String::from_utf8_lossy(&result.stderr);
-        assert!(
-            !result.status.success() && err.contains(says),
-            "{order}: {err}"
+        let err = refused(
+            &[
+                "stream",
+                "--shape",
+                "0,4,4",
+                "--tile",
+                "1,2,2",
+                "--planes",
+                "2",
+                "--output",
+                out.to_str().unwrap(),
+                "--input-order",
+                order,
+            ],
+            says,
         );
         assert_eq!(
             err.lines().filter(|l| !l.trim().is_empty()).count(),
@@ -219,59 +228,33 @@ fn a_short_input_slowest_along_another_dimension_claims_nothing() {
     write_input(&input, &[4, 3, 5]);
     let bytes = std::fs::read(&input).unwrap();
     std::fs::write(&input, &bytes[..bytes.len() - 2]).unwrap();
-    let result = retile(&[
-        "stream",
-        "--shape",
-        "3,4,5",
-        "--tile",
-        "2,2,2",
-        "--input",
-        input.to_str().unwrap(),
-        "--output",
-        out.to_str().unwrap(),
-        "--input-order",
-        "y,t,x",
-    ]);
-    let err = String::from_utf8_lossy(&result.stderr);
-    assert!(
-        !result.status.success() && err.contains("no stored plane was complete"),
-        "{err}"
+    refused(
+        &[
+            "stream",
+            "--shape",
+            "3,4,5",
+            "--tile",
+            "2,2,2",
+            "--input",
+            input.to_str().unwrap(),
+            "--output",
+            out.to_str().unwrap(),
+            "--input-order",
+            "y,t,x",
+        ],
+        "no stored plane was complete",
     );
     assert_eq!(common::claimed(&out), 0);
 }
 
 #[test]
 fn a_pyramid_plan_refuses_an_order_that_completes_no_plane() {
-    let result = retile(&[
-        "plan",
-        "stream",
-        "--shape",
-        "4,3,8,8",
-        "--tile",
-        "1,1,4,8",
-        "--input-order",
-        "z,t,y,x",
-        "--pyramid",
-        "mean",
-    ]);
-    let err = String::from_utf8_lossy(&result.stderr);
-    assert!(
-        !result.status.success() && err.contains("a pyramid halves stored planes"),
-        "{err}"
-    );
-    let kept = retile(&[
-        "plan",
-        "stream",
-        "--shape",
-        "4,3,8,8",
-        "--tile",
-        "1,1,4,8",
-        "--input-order",
-        "t,z,x,y",
-        "--pyramid",
-        "mean",
-        "--json",
-    ]);
+    let args = |order| {
+        let shape = ["plan", "stream", "--shape", "4,3,8,8", "--tile", "1,1,4,8"];
+        [&shape[..], &["--input-order", order, "--pyramid", "mean"]].concat()
+    };
+    refused(&args("z,t,y,x"), "a pyramid halves stored planes");
+    let kept = retile(&args("t,z,x,y"));
     assert!(
         kept.status.success(),
         "{}",
