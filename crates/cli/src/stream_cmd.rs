@@ -13,9 +13,10 @@ use crate::signals::{interrupted, second_interrupt, stop_on_interrupt};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use retile_stream::{
-    default_axes, open_output, Axis, Backend, Codec, CodecOn, DType, Method, MultiscaleStream,
-    NgffOptions, Output, PyramidOptions, S3Options, S3Traffic, Shuffle, StreamDType, StreamError,
-    StreamPlan, StreamSpec, Summary, SyncPolicy, UserMetadata, ZarrOptions,
+    default_axes, open_output, resolve_input_order, Axis, Backend, Codec, CodecOn, DType, DimRef,
+    Method, MultiscaleStream, NgffOptions, Output, PyramidOptions, S3Options, S3Traffic, Shuffle,
+    StreamDType, StreamError, StreamPlan, StreamSpec, Summary, SyncPolicy, UserMetadata,
+    ZarrOptions,
 };
 
 /// The stream's shape, tile and element type.
@@ -36,6 +37,13 @@ pub struct ShapeArgs {
     /// as fit, at least two (the default: two epochs).
     #[arg(long, value_parser = parse_bytes)]
     memory: Option<u64>,
+    /// The order in which the elements arrive, slowest first, when it is
+    /// not the stored order: --dim-names names (default t,y,x and the
+    /// like by rank) or stored indices (e.g. t,x,y, or 0,2,1). An input
+    /// whose slowest dimension is not the stored first is held whole until
+    /// it ends (the plan says how much memory that takes).
+    #[arg(long, value_delimiter = ',')]
+    input_order: Option<Vec<String>>,
 }
 
 /// Bytes, with an optional K, M, G or T suffix (powers of 1024; KiB and
@@ -73,7 +81,7 @@ pub struct PlanArgs {
     /// The memory budget of the arrays a settings file describes (as
     /// `retile stream --config FILE` takes it), and what each array's tile
     /// buffers take; nothing is written.
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["shape", "tile", "dtype", "memory", "json", "pyramid", "levels", "downsample", "svg", "shard", "output"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["shape", "tile", "dtype", "memory", "input_order", "dim_names", "json", "pyramid", "levels", "downsample", "svg", "shard", "output"])]
     config: Option<PathBuf>,
     /// Print the plan as JSON.
     #[arg(long)]
@@ -90,6 +98,10 @@ pub struct PlanArgs {
     /// Write the picture to this file instead of stdout (implies --svg).
     #[arg(long, value_name = "FILE")]
     output: Option<PathBuf>,
+    /// Dimension names, slowest first, as `retile stream` takes them: the
+    /// names --input-order uses (default t,y,x and the like by rank).
+    #[arg(long, value_delimiter = ',')]
+    dim_names: Option<Vec<String>>,
 }
 
 /// The multiscale pyramid made while streaming.
@@ -177,7 +189,7 @@ pub struct StreamArgs {
     /// file with retile.Stream's keys: JSON, or TOML for a .toml file (e.g.
     /// {"output": "acq.zarr", "arrays": {"cam0": {"shape": [0, 512, 512],
     /// "tile": [16, 128, 128], "dtype": "u16"}}}); frames from --input KEY=FILE.
-    #[arg(long, help_heading = heading::INPUT, value_name = "FILE", conflicts_with_all = ["shape", "tile", "dtype", "memory", "planes", "output", "shard", "codec", "shuffle", "fill", "pyramid", "levels", "downsample", "ngff", "dim_names", "dim_types", "units", "scale", "buffered_io", "writers", "codec_on", "sync", "backend", "threads"])]
+    #[arg(long, help_heading = heading::INPUT, value_name = "FILE", conflicts_with_all = ["shape", "tile", "dtype", "memory", "input_order", "planes", "output", "shard", "codec", "shuffle", "fill", "pyramid", "levels", "downsample", "ngff", "dim_names", "dim_types", "units", "scale", "buffered_io", "writers", "codec_on", "sync", "backend", "threads"])]
     config: Option<PathBuf>,
     /// Planes of synthetic input when the shape is unbounded (default 256);
     /// a bounded shape says how many itself.
@@ -309,12 +321,21 @@ pub(crate) fn parse_list(text: &str) -> Result<Dims, String> {
 }
 
 impl ShapeArgs {
-    fn spec(&self) -> Result<StreamSpec, CliError> {
+    /// The stream's spec; `names` are the dimensions' names `--input-order` uses.
+    fn spec(&self, names: Option<&[String]>) -> Result<StreamSpec, CliError> {
         let dtype: DType = self.dtype.parse()?;
         let (Some(shape), Some(tile)) = (&self.shape, &self.tile) else {
             return Err("give --shape and --tile (or --config FILE for several arrays)".into());
         };
-        let spec = StreamSpec::new(dtype, shape.0.clone(), tile.0.clone())?;
+        let mut spec = StreamSpec::new(dtype, shape.0.clone(), tile.0.clone())?;
+        if let Some(order) = &self.input_order {
+            let order: Vec<DimRef> = order.iter().map(|d| DimRef::from(d.as_str())).collect();
+            let rank = spec.shape().len();
+            spec = spec.with_input_order(
+                resolve_input_order(&order, names, rank)
+                    .map_err(|e| e.to_string().replacen("input_order", "--input-order", 1))?,
+            )?;
+        }
         Ok(match self.memory {
             Some(memory) => spec.within_memory(memory)?,
             None => spec,
@@ -328,7 +349,7 @@ pub fn plan(args: &PlanArgs) -> Result<ExitCode, CliError> {
         let budget = crate::acquire_cmd::read_settings(config)?.budget(Default::default())?;
         return say(format_args!("{budget}")).map(|()| ExitCode::SUCCESS);
     }
-    let spec = args.shape.spec()?;
+    let spec = args.shape.spec(args.dim_names.as_deref())?;
     if args.svg || args.output.is_some() {
         let levels = match args.pyramid.options()? {
             Some(pyramid) => pyramid.level_plans(&spec)?,
@@ -556,7 +577,7 @@ pub fn stream(args: &StreamArgs) -> Result<ExitCode, CliError> {
                 .into(),
         ),
     };
-    let spec = args.shape.spec()?;
+    let spec = args.shape.spec(args.dim_names.as_deref())?;
     let esize = spec.dtype().size();
     let fill = spec
         .dtype()
@@ -700,6 +721,7 @@ fn run(
                     StreamError::PartialPlane { planes, .. }
                     | StreamError::ShortInput { planes, .. },
                 ) => planes,
+                Err(StreamError::HeldInput { .. }) => 0,
                 Err(e) => return Err(format!("{error}; then closing the store failed: {e}").into()),
             },
             source: error,
@@ -729,6 +751,10 @@ fn stopped(
         Err(StreamError::ShortInput { planes, expected }) => (
             planes,
             format!("; the array is {planes} of the shape's {expected} planes long"),
+        ),
+        Err(StreamError::HeldInput { bytes, expected }) => (
+            0,
+            format!("; the input order's slowest dimension is not the stored first, so the {bytes} of {expected} bytes taken completed no stored plane"),
         ),
         Err(e) => return Err(format!("interrupted, and closing the store failed: {e}").into()),
     };

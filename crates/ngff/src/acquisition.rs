@@ -249,9 +249,10 @@ fn user_of(array: &ResolvedArray) -> Option<UserMetadata> {
     array.output.zarr.as_ref().and_then(|z| z.user.clone())
 }
 
-/// The bytes of one plane of `spec`.
+/// The bytes of one frame of `spec`'s input (one index of its slowest
+/// input dimension: a plane, in stored order).
 fn plane_bytes(spec: &StreamSpec) -> Result<u64, StreamError> {
-    spec.plane_elements()?
+    spec.frame_elements()?
         .checked_mul(spec.dtype().size() as u64)
         .ok_or_else(|| StreamError::Invalid("a plane has more than 2^64 bytes".into()))
 }
@@ -414,7 +415,7 @@ impl Acquisition {
         let plane = array.plane_bytes;
         if !single && !(data.len() as u64).is_multiple_of(plane) {
             let spec = array.stream.plan().spec();
-            let extents: Vec<String> = spec.shape()[1..].iter().map(u64::to_string).collect();
+            let extents: Vec<String> = spec.input_shape()[1..].iter().map(u64::to_string).collect();
             let elements = match extents.is_empty() {
                 true => format!("one {} element", spec.dtype()),
                 false => format!("{} {} elements", extents.join(" x "), spec.dtype()),

@@ -31,6 +31,7 @@
 
 mod acquisition;
 mod budget;
+mod input_order;
 mod keys;
 mod metadata;
 mod open;
@@ -39,6 +40,7 @@ mod plate;
 
 pub use acquisition::{Acquisition, AcquisitionSettings};
 pub use budget::Budget;
+pub use input_order::{resolve_input_order, DimRef};
 pub use keys::{check_key, groups_of};
 pub use metadata::{default_axes, Axis, NgffOptions, NGFF_VERSION};
 pub use open::{open_ngff, open_output, Output};

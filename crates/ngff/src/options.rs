@@ -11,6 +11,7 @@ use retile_plan::{CodecOn, DType, StreamDType, StreamError, StreamSpec};
 use retile_pyramid::{Backend, PyramidOptions};
 use retile_store::{Codec, Shuffle, SyncPolicy, UserMetadata, ZarrOptions};
 
+use crate::input_order::{resolve_input_order, DimRef};
 use crate::metadata::{default_axes, Axis, NgffOptions};
 use crate::open::Output;
 
@@ -47,6 +48,10 @@ pub struct ArrayOptions {
     pub fill: Option<Value>,
     /// Dimension names; in an OME-Zarr image, the axes' names.
     pub dim_names: Option<Vec<String>>,
+    /// The order in which the elements arrive, slowest first: names of
+    /// `dim_names` (or of the default axes without them) or stored indices;
+    /// absent = the stored order.
+    pub input_order: Option<Vec<DimRef>>,
     /// Shuffle of the blosc codecs.
     pub shuffle: Option<String>,
     /// Writer threads.
@@ -125,6 +130,7 @@ impl ArrayOptions {
             (!self.shape.is_empty(), "shape"),
             (!self.tile.is_empty(), "tile"),
             (!self.dtype.is_empty(), "dtype"),
+            (self.input_order.is_some(), "input_order"),
             (self.fill.is_some(), "fill"),
             (self.pyramid.is_some(), "pyramid"),
             (self.levels.is_some(), "levels"),
@@ -162,6 +168,14 @@ impl ArrayOptions {
             .parse::<SyncPolicy>()?;
         let dtype: DType = self.dtype.parse()?;
         let mut spec = StreamSpec::new(dtype, self.shape.clone(), self.tile.clone())?;
+        if let Some(order) = &self.input_order {
+            let rank = spec.shape().len();
+            spec = spec.with_input_order(resolve_input_order(
+                order,
+                self.dim_names.as_deref(),
+                rank,
+            )?)?;
+        }
         if let Some(memory) = self.memory {
             spec = spec.within_memory(memory)?;
         }

@@ -47,6 +47,15 @@ pub enum StreamError {
         /// Bytes of the incomplete plane.
         bytes: u64,
     },
+    /// The input of a stream whose slowest input dimension is not the
+    /// stored first ended early: no stored plane was complete.
+    #[error("the input ended after {bytes} of {expected} bytes; its slowest dimension is not the stored first, so no stored plane was complete and none was written (the array is 0 planes long)")]
+    HeldInput {
+        /// Bytes taken.
+        bytes: u64,
+        /// Bytes the shape promised.
+        expected: u64,
+    },
     /// A bounded stream ended before its last plane.
     #[error("the input ended after {planes} of {expected} planes; they were written, the array is {planes} planes long")]
     ShortInput {

@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use retile_layout::{logical_divide, row_major_strides, Layout, Tiler};
+use retile_layout::{composition, logical_divide, row_major_strides, Layout, Tiler};
 use serde::Serialize;
 
 use crate::dtype::{DType, StreamDType};
@@ -29,6 +29,8 @@ pub struct StreamSpec {
     shape: Vec<u64>,
     tile: Vec<u64>,
     epoch_buffers: u64,
+    /// The stored dimension of each input dimension, slowest first.
+    input_order: Vec<usize>,
 }
 
 /// Most epoch buffers a stream holds.
@@ -66,6 +68,7 @@ impl StreamSpec {
         let dtype = dtype.check_streamable()?;
         let spec = StreamSpec {
             dtype,
+            input_order: (0..shape.len()).collect(),
             shape,
             tile,
             epoch_buffers: 2,
@@ -123,12 +126,100 @@ impl StreamSpec {
     /// ```
     pub fn within_memory(self, memory: u64) -> Result<StreamSpec, StreamError> {
         let buffers = StreamPlan::new(&self)?.epoch_buffers_within(memory)?;
-        self.with_epoch_buffers(buffers)
+        match self.epochs_in_input_order() {
+            true => self.with_epoch_buffers(buffers),
+            // held whole: the count is the stream's epochs, not the spec's
+            false => Ok(self),
+        }
     }
 
     /// Epoch buffers the stream holds at most.
     pub fn epoch_buffers(&self) -> u64 {
         self.epoch_buffers
+    }
+
+    /// The same stream arriving in another order: `order[i]` is the stored
+    /// dimension (an index into the shape, slowest first) that is the
+    /// `i`-th slowest dimension of the input; any permutation, the plane's
+    /// own axes included. The shape, the tile and the store keep the stored
+    /// order; the tiler reads the input through the permutation composed
+    /// with the lifted layout.
+    ///
+    /// When the input's slowest dimension is the stored first, epochs and
+    /// claims are as in stored order. Otherwise no stored plane is complete
+    /// before the last element arrives: the stream must be bounded, holds
+    /// every epoch at once (the plan's memory says how much) and claims the
+    /// whole array at the end.
+    ///
+    /// ```
+    /// use retile_plan::{DType, StreamPlan, StreamSpec};
+    /// // stored (t, y, x), each frame arriving column by column (t, x, y)
+    /// let spec = StreamSpec::new(DType::U8, vec![0, 4, 6], vec![1, 2, 3])?.with_input_order(vec![0, 2, 1])?;
+    /// assert_eq!(spec.input_shape(), vec![0, 6, 4]);
+    /// assert_eq!(StreamPlan::new(&spec)?.lifted_strides(), vec![24, 24, 2, 1, 12, 4]);
+    /// assert!(spec.clone().with_input_order(vec![0, 0, 1]).is_err());
+    /// assert!(spec.with_input_order(vec![1, 0, 2]).is_err()); // unbounded, not slowest
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
+    pub fn with_input_order(mut self, order: Vec<usize>) -> Result<StreamSpec, StreamError> {
+        let rank = self.shape.len();
+        let mut seen = vec![false; rank];
+        let permutation = order.len() == rank
+            && order
+                .iter()
+                .all(|&d| d < rank && !std::mem::replace(&mut seen[d], true));
+        if !permutation {
+            return Err(StreamError::Invalid(format!(
+                "the input order {order:?} is not a permutation of the {rank} stored dimensions 0..{rank}: name every dimension exactly once, slowest first"
+            )));
+        }
+        if self.is_unbounded() && order[0] != 0 {
+            return Err(StreamError::Invalid(format!(
+                "an unbounded stream must arrive with its first (unbounded) dimension slowest, but the input order {order:?} puts dimension {} first: no stored plane would be complete before the input ends; bound the first extent or put dimension 0 first",
+                order[0]
+            )));
+        }
+        self.input_order = order;
+        Ok(self)
+    }
+
+    /// The stored dimension of each input dimension, slowest first (the
+    /// identity unless [`StreamSpec::with_input_order`] said otherwise).
+    pub fn input_order(&self) -> &[usize] {
+        &self.input_order
+    }
+
+    /// Whether the input arrives in the stored order.
+    pub fn in_stored_order(&self) -> bool {
+        self.input_order.iter().enumerate().all(|(i, &d)| i == d)
+    }
+
+    /// Whether the input's slowest dimension is the stored first, so that
+    /// epochs complete (and are claimed) as the input arrives; otherwise
+    /// the stream holds the whole array until its last element.
+    pub fn epochs_in_input_order(&self) -> bool {
+        self.input_order[0] == 0
+    }
+
+    /// The extents in input order, slowest first.
+    pub fn input_shape(&self) -> Vec<u64> {
+        self.input_order.iter().map(|&d| self.shape[d]).collect()
+    }
+
+    /// Elements of one frame of input: one index of the input's slowest
+    /// dimension (a stored plane when that is the stored first).
+    ///
+    /// ```
+    /// use retile_plan::{DType, StreamSpec};
+    /// let spec = StreamSpec::new(DType::U8, vec![2, 3, 4], vec![1, 1, 4])?.with_input_order(vec![1, 0, 2])?;
+    /// assert_eq!((spec.frame_elements()?, spec.plane_elements()?), (8, 12));
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
+    pub fn frame_elements(&self) -> Result<u64, StreamError> {
+        self.input_shape()[1..]
+            .iter()
+            .try_fold(1u64, |a, &s| a.checked_mul(s))
+            .ok_or_else(|| StreamError::Invalid("a frame has more than 2^64 elements".into()))
     }
 
     /// The element type.
@@ -193,7 +284,11 @@ pub struct StreamPlan {
 
 impl StreamPlan {
     /// Computes the plan: the lifted layout is the logical divide of the
-    /// row-major input layout by the tile, mode by mode.
+    /// input layout by the tile, mode by mode. The input layout is the
+    /// row-major layout of the input composed with the permutation taking a
+    /// stored coordinate to the input's (the identity in stored order), so
+    /// that a lifted coordinate (stored order) gives the index at which its
+    /// element arrives.
     pub fn new(spec: &StreamSpec) -> Result<StreamPlan, StreamError> {
         let extents: Vec<u64> = spec
             .shape
@@ -206,13 +301,8 @@ impl StreamPlan {
             .zip(&spec.tile)
             .map(|(&s, &n)| s.div_ceil(n))
             .collect();
-        let fastest_first: Vec<i64> = extents.iter().rev().map(|&s| s as i64).collect();
-        let strides: Vec<i64> = row_major_strides(&extents)
-            .into_iter()
-            .rev()
-            .map(|s| s as i64)
-            .collect();
-        let input = Layout::new(fastest_first[..].into(), strides[..].into())?;
+        let strides = permuted_strides(&extents, &spec.input_order);
+        let input = permuted_input(&extents, &strides)?;
         let tiler = Tiler::Modes(
             spec.tile
                 .iter()
@@ -230,7 +320,14 @@ impl StreamPlan {
                     .into(),
             ));
         }
-        let map = TileMap::new(lifted, &spec.shape, &spec.tile, &counts, slot / esize)?;
+        let map = TileMap::new(
+            lifted,
+            &spec.shape,
+            &spec.tile,
+            &counts,
+            slot / esize,
+            &strides,
+        )?;
         let plan = StreamPlan {
             spec: spec.clone(),
             counts,
@@ -361,6 +458,9 @@ impl StreamPlan {
     /// ```
     pub fn epoch_buffers(&self) -> u64 {
         let spec = &self.spec;
+        if !spec.epochs_in_input_order() {
+            return self.counts[0];
+        }
         match spec.is_unbounded() {
             true => spec.epoch_buffers,
             false => spec.shape[0].div_ceil(spec.tile[0]).min(spec.epoch_buffers),
@@ -384,6 +484,16 @@ impl StreamPlan {
     /// ```
     pub fn epoch_buffers_within(&self, memory: u64) -> Result<u64, StreamError> {
         let epoch = self.epoch_buffer_bytes().max(1);
+        if !self.spec.epochs_in_input_order() {
+            let whole = self.memory_bytes();
+            return match memory >= whole {
+                true => Ok(self.counts[0]),
+                false => Err(StreamError::Invalid(format!(
+                    "a memory budget of {memory} bytes is less than the {whole} bytes ({} epoch buffers of {epoch} bytes) the input order {:?} needs: its slowest dimension is not the stored first, so every epoch is held until the input ends; give at least {whole} bytes or an input order whose slowest dimension is the stored first",
+                    self.counts[0], self.spec.input_order
+                ))),
+            };
+        }
         match memory / epoch {
             n if n >= 2 => Ok(n.min(MAX_EPOCH_BUFFERS)),
             _ => Err(StreamError::Invalid(format!(
@@ -483,6 +593,7 @@ impl StreamPlan {
             "dtype": self.spec.dtype.to_string(),
             "shape": self.spec.shape,
             "tile": self.spec.tile,
+            "input_order": self.spec.input_order,
             "unbounded": unbounded,
             "tile_counts": counts,
             "lifted_layout": self.lifted_layout().to_string(),
@@ -499,6 +610,30 @@ impl StreamPlan {
             "tiles": listed,
         })
     }
+}
+
+/// The input element stride of each stored dimension (slowest first): the
+/// row-major strides of the extents taken in input order.
+fn permuted_strides(extents: &[u64], order: &[usize]) -> Vec<u64> {
+    let in_order: Vec<u64> = order.iter().map(|&d| extents[d]).collect();
+    let row_major = row_major_strides(&in_order);
+    let mut strides = vec![0; extents.len()];
+    for (i, &d) in order.iter().enumerate() {
+        strides[d] = row_major[i];
+    }
+    strides
+}
+
+/// The input layout in stored mode order (CuTe form, fastest mode first):
+/// the input's row-major layout (`total:1`) composed with the layout
+/// taking a stored coordinate to its input index (the permutation).
+fn permuted_input(extents: &[u64], strides: &[u64]) -> Result<Layout, StreamError> {
+    let total: u64 = extents.iter().product();
+    let row_major = Layout::vector(total as i64, 1)?;
+    let fastest_first: Vec<i64> = extents.iter().rev().map(|&s| s as i64).collect();
+    let permuted: Vec<i64> = strides.iter().rev().map(|&s| s as i64).collect();
+    let permutation = Layout::new(fastest_first[..].into(), permuted[..].into())?;
+    Ok(composition(&row_major, &permutation)?)
 }
 
 /// Bytes of a slot holding a tile of `tile_bytes`: see [`StreamPlan::slot_bytes`].
@@ -521,6 +656,17 @@ impl fmt::Display for StreamPlan {
             spec.tile,
             if unbounded { "; 0 = unbounded" } else { "" }
         )?;
+        if !spec.in_stored_order() {
+            writeln!(
+                f,
+                "  input order     {:?} (the stored dimension of each input dimension, slowest first){}",
+                spec.input_order,
+                match spec.epochs_in_input_order() {
+                    true => "",
+                    false => "; its slowest is not the stored first: every epoch is held until the input ends, and claimed then",
+                }
+            )?;
+        }
         writeln!(
             f,
             "  tile counts     {:?}{}",

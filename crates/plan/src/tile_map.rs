@@ -70,6 +70,7 @@ impl TileMap {
         tile: &[u64],
         counts: &[u64],
         slot: u64,
+        strides: &[u64],
     ) -> Result<TileMap, StreamError> {
         let rank = extents.len();
         let intra = row_major_strides(tile);
@@ -83,7 +84,7 @@ impl TileMap {
                 extent: extents[d],
                 tile: tile[d],
                 count: counts[d],
-                input: input_strides(&lifted, extents, tile, d),
+                input: input_strides(&lifted, extents.len(), tile[d], strides[d], d),
                 buffer: (intra[d], if d == 0 { epoch } else { slots[d - 1] }),
             })
             .collect();
@@ -128,6 +129,17 @@ impl TileMap {
     /// ```
     pub fn buffer_strides(&self, d: usize) -> (u64, u64) {
         self.dims[d].buffer
+    }
+
+    /// The tile extent of dimension `d` (slowest first).
+    ///
+    /// ```
+    /// use retile_plan::{DType, StreamPlan, StreamSpec};
+    /// let plan = StreamPlan::new(&StreamSpec::new(DType::U8, vec![4, 6], vec![2, 3]).unwrap()).unwrap();
+    /// assert_eq!(plan.tile_map().tile_extent(1), 3);
+    /// ```
+    pub fn tile_extent(&self, d: usize) -> u64 {
+        self.dims[d].tile
     }
 
     /// Elements from one slot's start to the next.
@@ -237,20 +249,20 @@ impl TileMap {
 
 /// `(stride(n_d), stride(t_d))` of dimension `d` (slowest first), as input
 /// element strides, read off mode `rank-1-d` of the lifted layout. A stride
-/// of an extent-1 mode is arbitrary in CuTe; the map takes the row-major
-/// one there, so that it also steps between epochs.
-fn input_strides(lifted: &Layout, extents: &[u64], tile: &[u64], d: usize) -> (u64, u64) {
-    let k = extents.len() - 1 - d;
+/// of an extent-1 mode is arbitrary in CuTe; the map takes the input's own
+/// (`stride`, the row-major one in input order) there, so that it also
+/// steps between epochs.
+fn input_strides(lifted: &Layout, rank: usize, tile: u64, stride: u64, d: usize) -> (u64, u64) {
+    let k = rank - 1 - d;
     let mode = lifted
         .mode(k)
         .map(|m| m.flat_modes().to_vec())
         .unwrap_or_default();
     let (n, sn) = mode.first().copied().unwrap_or((1, 0));
-    let inner: u64 = extents[d + 1..].iter().map(|&s| s.max(1)).product();
-    let stride_n = if n == 1 { inner } else { sn as u64 };
+    let stride_n = if n == 1 { stride } else { sn as u64 };
     let stride_t = match mode.get(1) {
         Some(&(t, st)) if t > 1 => st as u64,
-        _ => stride_n * tile[d],
+        _ => stride_n * tile,
     };
     (stride_n, stride_t)
 }

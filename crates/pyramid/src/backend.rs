@@ -42,6 +42,12 @@ impl AnyStream {
         backend: Backend,
         sink: Box<dyn Sink>,
     ) -> Result<AnyStream, StreamError> {
+        if backend == Backend::Cuda && !spec.in_stored_order() {
+            return Err(StreamError::Invalid(format!(
+                "backend='cuda' reads its input in the stored order only, not the input order {:?}; use backend='cpu' or send the input in stored order",
+                spec.input_order()
+            )));
+        }
         match backend {
             Backend::Cpu { threads } => Ok(AnyStream::Cpu(Box::new(TileStream::new(
                 spec, fill, threads, sink,

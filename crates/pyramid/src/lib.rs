@@ -30,6 +30,8 @@
 
 mod backend;
 mod pyramid;
+mod reorder;
 
 pub use backend::{AnyStream, Backend};
 pub use pyramid::{MultiscaleStream, PyramidOptions, MAX_LEVELS};
+pub use reorder::FrameReorder;

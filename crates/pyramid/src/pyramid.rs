@@ -16,6 +16,7 @@ use retile_plan::{
 use retile_tiler::{thread_pool, TileStream};
 
 use crate::backend::{AnyStream, Backend};
+use crate::reorder::FrameReorder;
 
 /// Most levels a pyramid has.
 pub const MAX_LEVELS: usize = 32;
@@ -107,6 +108,12 @@ impl PyramidOptions {
                 Some(n) => specs.len() == n,
                 None => fits(&shape),
             };
+            if done && specs.len() > 1 && !spec.epochs_in_input_order() {
+                return Err(StreamError::Invalid(format!(
+                    "a pyramid halves stored planes as they complete, but the input order {:?} completes none before it ends (its slowest dimension is not the stored first); stream without a pyramid (levels=1), or put the stored first dimension slowest",
+                    spec.input_order()
+                )));
+            }
             if done {
                 return Ok(specs);
             }
@@ -177,6 +184,7 @@ impl PyramidOptions {
             total = total.saturating_add(buffers);
             if k + 1 < specs.len() {
                 total = total.saturating_add(Halver::held_bytes_of(level, &halve));
+                total = total.saturating_add(FrameReorder::held_bytes_of(level));
             }
         }
         Ok(total)
@@ -211,6 +219,8 @@ struct Level {
 /// ```
 pub struct MultiscaleStream {
     levels: Vec<Level>,
+    /// Level 0's frames in stored order for its halver, when they arrive in another.
+    reorder: Option<FrameReorder>,
     /// Each level's CUDA stream halves into the next on the GPU.
     #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     on_device: bool,
@@ -240,6 +250,10 @@ impl MultiscaleStream {
         let started = Instant::now();
         let halve = pyramid.halved(&spec)?;
         let specs = pyramid.level_specs(&spec)?;
+        let reorder = match specs.len() > 1 {
+            true => FrameReorder::new(&spec),
+            false => None,
+        };
         let on_device = backend == Backend::Cuda && specs.len() > 1;
         // one pool for every level's tiling and the halving (the GPU halves
         // on its own): pools of their own would spin while another works
@@ -273,6 +287,7 @@ impl MultiscaleStream {
         }
         Ok(MultiscaleStream {
             levels,
+            reorder,
             on_device,
             pool,
             started,
@@ -340,7 +355,11 @@ impl MultiscaleStream {
         let taken = first.stream.append(data)?;
         if let Some(halver) = &mut first.halver {
             let pool = &self.pool;
-            halver.push(&data[..taken], pool, &mut |planes| feed(rest, planes, pool))?;
+            let planes = match &mut self.reorder {
+                Some(reorder) => reorder.push(&data[..taken]),
+                None => &data[..taken],
+            };
+            halver.push(planes, pool, &mut |planes| feed(rest, planes, pool))?;
         }
         Ok(taken)
     }
@@ -369,6 +388,13 @@ impl MultiscaleStream {
             return Err(StreamError::Finished);
         }
         let spec = self.plan().spec().clone();
+        if !spec.epochs_in_input_order() {
+            return Err(StreamError::Invalid(format!(
+                "skip adds planes of the stored first dimension, but the input order {:?} is slowest along dimension {}: append its frames of the fill value instead",
+                spec.input_order(),
+                spec.input_order()[0]
+            )));
+        }
         let plane_bytes = spec
             .plane_elements()?
             .checked_mul(self.fill.len() as u64)

@@ -11,8 +11,8 @@ use pyo3::exceptions::{PyResourceWarning, PyRuntimeError, PyRuntimeWarning, PyVa
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use retile_stream::{
-    backend_named, pyramid_named, Acquisition, ArrayOptions, DType, PyramidOptions, S3Options,
-    StreamDType, StreamError, Summary, ZarrOptions,
+    backend_named, pyramid_named, Acquisition, ArrayOptions, DType, DimRef, PyramidOptions,
+    S3Options, StreamDType, StreamError, Summary, ZarrOptions,
 };
 
 /// The pyramid of the `pyramid`, `levels` and `downsample` arguments
@@ -176,6 +176,12 @@ impl Drop for HeldBuffer {
 /// each plane, in the string array ``frame_metadata`` inside the output.
 /// Both are written with the claims of the planes. ``skip(n)`` adds ``n``
 /// planes of the fill value for dropped frames.
+/// ``input_order=["t", "z", "c", "y", "x"]`` says in which order the
+/// elements arrive, slowest first, when it is not the stored order: names
+/// of ``dim_names`` (or of the default axes of the rank without them) or
+/// stored indices; any permutation. Frames are then slabs of the input's
+/// slowest dimension. When that is not the stored first, the stream must be
+/// bounded, holds every epoch until the input ends and claims it all then.
 /// ``memory=BYTES`` gives the stream as many epoch buffers as fit (at least
 /// two, as ``retile stream --memory``): more of them absorb bursts of input
 /// and let the writers work on more epochs at once.
@@ -323,6 +329,21 @@ pub(crate) fn summary_dict<'py>(py: Python<'py>, s: &Summary) -> PyResult<Bound<
     Ok(d)
 }
 
+/// The dimensions of `input_order=[...]`: names (str) or stored indices (int).
+fn dim_refs(order: &[Bound<'_, PyAny>]) -> PyResult<Vec<DimRef>> {
+    order
+        .iter()
+        .map(|d| match d.extract::<usize>() {
+            Ok(index) => Ok(DimRef::Index(index)),
+            Err(_) => d.extract::<String>().map(DimRef::Name).map_err(|_| {
+                PyValueError::new_err(format!(
+                    "input_order takes dimension names (str) or indices (int), not {d}"
+                ))
+            }),
+        })
+        .collect()
+}
+
 /// Records `metadata` for the planes an append of `len` bytes to the array
 /// `key` names starts.
 fn record(
@@ -337,8 +358,17 @@ fn record(
             "metadata= is stored with the planes: a stream without an output keeps none",
         )
     })?;
+    let stream = inner.stream(key).map_err(stream_err)?;
+    let spec = stream.plan().spec();
+    if !spec.epochs_in_input_order() {
+        return Err(PyValueError::new_err(format!(
+            "metadata= is recorded per plane of the stored first dimension, but the input order {:?} is slowest along dimension {}: no append starts such a plane",
+            spec.input_order(),
+            spec.input_order()[0]
+        )));
+    }
     let plane_bytes = inner.plane_bytes(key).map_err(stream_err)?.max(1);
-    let taken = inner.stream(key).map_err(stream_err)?.bytes_taken();
+    let taken = stream.bytes_taken();
     let first = taken.div_ceil(plane_bytes);
     let end = taken.saturating_add(len).div_ceil(plane_bytes);
     if end <= first {
@@ -408,7 +438,7 @@ fn busy() -> PyErr {
 #[pymethods]
 impl Stream {
     #[new]
-    #[pyo3(signature = (output, shape=None, tile=None, dtype=None, shard=None, codec="none", fill=None, dim_names=None, backend="cpu", shuffle=None, writers=None, buffered_io=false, overwrite=false, threads=0, pyramid=None, levels=None, downsample=None, ngff=false, dim_types=None, units=None, scale=None, allow_http=false, retry_seconds=120.0, s3_config=None, codec_on=None, memory=None, sync="end", arrays=None, plate=None, image=None, attributes=None))]
+    #[pyo3(signature = (output, shape=None, tile=None, dtype=None, shard=None, codec="none", fill=None, dim_names=None, input_order=None, backend="cpu", shuffle=None, writers=None, buffered_io=false, overwrite=false, threads=0, pyramid=None, levels=None, downsample=None, ngff=false, dim_types=None, units=None, scale=None, allow_http=false, retry_seconds=120.0, s3_config=None, codec_on=None, memory=None, sync="end", arrays=None, plate=None, image=None, attributes=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         output: Option<PathBuf>,
@@ -419,6 +449,7 @@ impl Stream {
         codec: &str,
         fill: Option<&Bound<'_, PyAny>>,
         dim_names: Option<Vec<String>>,
+        input_order: Option<Vec<Bound<'_, PyAny>>>,
         backend: &str,
         shuffle: Option<String>,
         writers: Option<usize>,
@@ -465,6 +496,7 @@ impl Stream {
                 .map(|v| v.str().map(|t| t.to_string().into()))
                 .transpose()?,
             dim_names,
+            input_order: input_order.map(|o| dim_refs(&o)).transpose()?,
             shuffle,
             writers,
             buffered_io,

@@ -9,6 +9,7 @@ use retile_plan::{
     StreamPlan, StreamSpec, Summary,
 };
 
+use crate::permuted::Permuted;
 use crate::scatter::Geometry;
 use crate::state::{Filler, StreamState};
 
@@ -39,13 +40,37 @@ fn epoch_buffers(plan: &StreamPlan, fill: &[u8]) -> Result<Vec<EpochBuffer>, Str
 /// returns a [`Summary`]. A bounded stream takes exactly its capacity.
 pub struct TileStream {
     state: StreamState<EpochBuffer>,
-    geometry: Geometry,
+    scatter: Scatter,
     fill: Vec<u8>,
     /// The buffer being filled.
     current: Option<EpochBuffer>,
     /// Buffers free for the next epochs.
     spare: Vec<EpochBuffer>,
     pool: Arc<rayon::ThreadPool>,
+}
+
+/// How input bytes reach the tiles: rows of the stored order, or an input
+/// in another order through its permuted layout.
+enum Scatter {
+    Stored(Geometry),
+    Permuted(Permuted),
+}
+
+impl Scatter {
+    fn new(plan: &StreamPlan) -> Scatter {
+        match plan.spec().in_stored_order() {
+            true => Scatter::Stored(Geometry::new(plan)),
+            false => Scatter::Permuted(Permuted::new(plan)),
+        }
+    }
+
+    /// Copies bytes `[start, start + src.len())` of the epoch into `buf`.
+    fn epoch(&self, buf: &mut [u8], start: usize, src: &[u8], parallel: bool) {
+        match self {
+            Scatter::Stored(g) => g.scatter(buf, start, src, parallel),
+            Scatter::Permuted(p) => p.scatter(&mut [buf], start, src, parallel),
+        }
+    }
 }
 
 impl TileStream {
@@ -83,14 +108,14 @@ impl TileStream {
         sink: Box<dyn Sink>,
     ) -> Result<TileStream, StreamError> {
         let plan = plan_stream(&spec, fill)?;
-        let geometry = Geometry::new(&plan);
+        let scatter = Scatter::new(&plan);
         let mut state = StreamState::start(plan, fill, sink)?;
         let spare = pool.install(|| epoch_buffers(&state.plan, fill))?;
         state.summary.buffer_bytes = spare.iter().map(|b| b.len() as u64).sum();
         state.summary.setup_seconds = state.started.elapsed().as_secs_f64();
         Ok(TileStream {
             state,
-            geometry,
+            scatter,
             fill: fill.to_vec(),
             current: None,
             spare,
@@ -114,19 +139,50 @@ impl TileStream {
     pub fn append(&mut self, data: &[u8]) -> Result<usize, StreamError> {
         let take = self.state.accepted(data.len())?;
         let src = &data[..take];
+        if !self.state.plan.spec().epochs_in_input_order() {
+            self.append_held(src)?;
+            return Ok(take);
+        }
         self.in_epochs(take as u64, |stream, at, n| {
             let part = &src[at as usize..(at + n) as usize];
             let mut buf = stream.take_buffer()?;
             let started = Instant::now();
-            let (geometry, cursor) = (&stream.geometry, stream.state.cursor as usize);
+            let (scatter, cursor) = (&stream.scatter, stream.state.cursor as usize);
             stream
                 .pool
-                .install(|| geometry.scatter(&mut buf, cursor, part, part.len() >= PARALLEL_BYTES));
+                .install(|| scatter.epoch(&mut buf, cursor, part, part.len() >= PARALLEL_BYTES));
             stream.current = Some(buf);
             stream.state.summary.scatter_seconds += started.elapsed().as_secs_f64();
             Ok(())
         })?;
         Ok(take)
+    }
+
+    /// Scatters `src` into every epoch buffer at once (an input whose
+    /// slowest dimension is not the stored first: no epoch is complete
+    /// before the last byte), and ships them all when the input is whole.
+    fn append_held(&mut self, src: &[u8]) -> Result<(), StreamError> {
+        let started = Instant::now();
+        if let Scatter::Permuted(permuted) = &self.scatter {
+            let mut buffers: Vec<&mut [u8]> = self.spare.iter_mut().map(|b| &mut b[..]).collect();
+            let start = self.state.taken as usize;
+            let parallel = src.len() >= PARALLEL_BYTES;
+            self.pool
+                .install(|| permuted.scatter(&mut buffers, start, src, parallel));
+        }
+        self.state.summary.scatter_seconds += started.elapsed().as_secs_f64();
+        self.state.taken += src.len() as u64;
+        if Some(self.state.taken) != self.state.capacity() || self.spare.is_empty() {
+            return Ok(());
+        }
+        for (epoch, buffer) in std::mem::take(&mut self.spare).into_iter().enumerate() {
+            let planes = self.state.plan.epoch_planes(epoch as u64);
+            self.state.send(epoch as u64, planes, buffer)?;
+            self.state.summary.epochs += 1;
+            self.state.summary.tiles += self.state.plan.m();
+            self.state.epoch = epoch as u64 + 1;
+        }
+        Ok(())
     }
 
     /// The buffer of the current epoch: the one being filled, or a free one.
@@ -143,6 +199,10 @@ impl TileStream {
     pub fn finish(&mut self) -> Result<Summary, StreamError> {
         if self.state.finished() {
             return Err(StreamError::Finished);
+        }
+        if !self.state.plan.spec().epochs_in_input_order() {
+            let (summary, _) = self.state.finish(Ok(()), 0)?;
+            return Ok(summary);
         }
         let (shipped, partial) = match self.ship_last() {
             Ok(partial) => (Ok(()), partial),
@@ -165,10 +225,13 @@ impl Filler for TileStream {
         let mut buffer = self.take_buffer()?;
         let n0 = self.state.plan.spec().tile()[0];
         if planes < n0 {
-            let tile_bytes = self.geometry.tile_bytes;
+            let (tile_bytes, slot_bytes) = (
+                self.state.plan.tile_bytes() as usize,
+                self.state.plan.slot_bytes() as usize,
+            );
             let keep = tile_bytes / n0 as usize * planes as usize;
             let tail = filled(tile_bytes - keep, &self.fill);
-            for slot in buffer.chunks_exact_mut(self.geometry.slot_bytes) {
+            for slot in buffer.chunks_exact_mut(slot_bytes) {
                 slot[keep..tile_bytes].copy_from_slice(&tail);
             }
         }

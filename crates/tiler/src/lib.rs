@@ -30,6 +30,7 @@
 
 mod engine;
 mod kernels;
+mod permuted;
 mod scatter;
 mod state;
 

@@ -31,8 +31,6 @@ pub(crate) struct Geometry {
     pub row_bytes: usize,
     /// Bytes of a tile's segment of a row (fastest tile extent × element).
     seg_bytes: usize,
-    /// Bytes of one tile.
-    pub tile_bytes: usize,
     /// Bytes from one slot's start to the next's.
     pub slot_bytes: usize,
     /// Extent (within an epoch) and tile extent of each row dimension, slowest first.
@@ -61,7 +59,6 @@ impl Geometry {
             esize,
             row_bytes: row_elems * esize,
             seg_bytes,
-            tile_bytes: plan.tile_bytes() as usize,
             slot_bytes: plan.slot_bytes() as usize,
             transpose: RegisterTranspose::plan(seg_bytes),
             row_dims,
@@ -194,7 +191,7 @@ impl Geometry {
 
 /// The epoch buffer, shared by the threads of one scatter; each writes its own rows.
 #[derive(Clone, Copy)]
-struct Target(*mut u8, usize);
+pub(crate) struct Target(pub *mut u8, pub usize);
 
 // SAFETY: a Target is only used inside `scatter`, whose groups write disjoint byte ranges.
 unsafe impl Send for Target {}

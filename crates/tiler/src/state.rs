@@ -242,6 +242,11 @@ impl<B: AsRef<[u8]> + Send + Sync + 'static> StreamState<B> {
             .map_or(len, |cap| len.min(cap.saturating_sub(self.taken) as usize)))
     }
 
+    /// Input bytes a bounded stream takes in all (`None`: unbounded).
+    pub fn capacity(&self) -> Option<u64> {
+        self.capacity
+    }
+
     /// Input bytes until the current epoch is complete.
     pub fn bytes_to_epoch_end(&self) -> u64 {
         self.plan.epoch_planes(self.epoch) * self.plane_bytes - self.cursor
@@ -332,7 +337,12 @@ impl<B: AsRef<[u8]> + Send + Sync + 'static> StreamState<B> {
         shipped: Result<(), StreamError>,
         partial: u64,
     ) -> Result<(Summary, Vec<B>), StreamError> {
-        let planes = self.taken / self.plane_bytes;
+        let held = !self.plan.spec().epochs_in_input_order();
+        let short = self.capacity.is_some_and(|cap| self.taken < cap);
+        let planes = match held && short {
+            true => 0,
+            false => self.taken / self.plane_bytes,
+        };
         let worker = self.worker.take().ok_or(StreamError::Finished)?;
         let closed = worker.close(planes);
         shipped?;
@@ -342,6 +352,12 @@ impl<B: AsRef<[u8]> + Send + Sync + 'static> StreamState<B> {
         self.summary.bytes = self.taken;
         self.summary.planes = planes;
         self.summary.seconds = self.started.elapsed().as_secs_f64();
+        if held && short {
+            return Err(StreamError::HeldInput {
+                bytes: self.taken,
+                expected: self.capacity.unwrap_or(0),
+            });
+        }
         check_complete(&self.plan, planes, partial)?;
         Ok((self.summary.clone(), returned))
     }

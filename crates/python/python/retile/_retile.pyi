@@ -51,6 +51,7 @@ class Stream:
         codec: str = "none",
         fill: Any = 0,
         dim_names: Optional[Sequence[str]] = None,
+        input_order: Optional[Sequence[Union[str, int]]] = None,
         backend: str = "cpu",
         shuffle: Optional[str] = None,
         writers: Optional[int] = None,
