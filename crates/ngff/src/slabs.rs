@@ -108,6 +108,11 @@ impl SlabJob {
         }
     }
 
+    /// The array's element type.
+    pub fn dtype(&self) -> retile_plan::DType {
+        self.spec.dtype()
+    }
+
     /// The whole array's shape.
     pub fn shape(&self) -> &[u64] {
         self.spec.shape()

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use pyo3::exceptions::{PyMemoryError, PyNotImplementedError, PyValueError};
+use pyo3::exceptions::{PyMemoryError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use retile_rechunk::{rechunk as retile_array, Rechunk, RechunkError, ZarrSource};
@@ -15,7 +15,7 @@ use crate::stream::{pyramid_options, summary_dict};
 
 /// A re-tiling's error as Python's: memory it cannot have is a
 /// `MemoryError`, a stream's error as a stream's, the rest `ValueError`.
-fn rechunk_err(e: RechunkError) -> PyErr {
+pub(crate) fn rechunk_err(e: RechunkError) -> PyErr {
     match e {
         RechunkError::Stream(e) => stream_err(e),
         e @ RechunkError::Memory { .. } => PyMemoryError::new_err(e.to_string()),
@@ -30,7 +30,9 @@ fn rechunk_err(e: RechunkError) -> PyErr {
 /// slabs of the source's chunks along the first dimension): a source whose
 /// chunks are too deep for it is refused with a `MemoryError` naming the
 /// figure it needs. `allow_http` and `s3_config` configure S3 (both
-/// paths) as for `retile.Stream`.
+/// paths) as for `retile.Stream`. With `client` (a `dask.distributed`
+/// client) the re-tiling runs on its cluster (`retile.dask`), each task a
+/// slab of whole shard rows, and `memory` bounds each worker's bytes.
 ///
 /// >>> import numpy as np, retile, tempfile, os
 /// >>> d = tempfile.mkdtemp()
@@ -58,10 +60,23 @@ fn rechunk<'py>(
     allow_http: bool,
     s3_config: Option<std::collections::BTreeMap<String, String>>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    if client.is_some() {
-        return Err(PyNotImplementedError::new_err(
-            "rechunk on a Dask cluster (client=) is not built yet; leave client out to use every core of this machine",
-        ));
+    if let Some(client) = client {
+        let kwargs = PyDict::new(py);
+        kwargs.set_item("client", client)?;
+        kwargs.set_item("memory", memory)?;
+        kwargs.set_item("shard", shard)?;
+        kwargs.set_item("codec", codec)?;
+        kwargs.set_item("pyramid", pyramid)?;
+        kwargs.set_item("levels", levels)?;
+        kwargs.set_item("downsample", downsample)?;
+        kwargs.set_item("overwrite", overwrite)?;
+        kwargs.set_item("threads", threads)?;
+        kwargs.set_item("allow_http", allow_http)?;
+        kwargs.set_item("s3_config", s3_config)?;
+        let on_cluster = py.import("retile.dask")?.getattr("rechunk")?;
+        return Ok(on_cluster
+            .call((src, dst, tile), Some(&kwargs))?
+            .downcast_into::<PyDict>()?);
     }
     let s3 = S3Options {
         allow_http,

@@ -36,8 +36,8 @@
 pub use retile_halving::Method;
 pub use retile_ngff::{
     backend_named, check_key, default_axes, groups_of, open_ngff, open_output, pyramid_named,
-    Acquisition, AcquisitionSettings, ArrayOptions, Axis, Budget, NgffOptions, Output, Plate,
-    ResolvedArray, NGFF_VERSION,
+    Acquisition, AcquisitionSettings, ArrayOptions, Axis, Budget, JobStore, NgffOptions, Output,
+    Plate, ResolvedArray, SlabJob, NGFF_VERSION,
 };
 pub use retile_plan::{
     CodecOn, DType, DeviceCodec, EncodedChunks, Epoch, LevelSummary, MemorySink, NullSink,
