@@ -75,7 +75,11 @@ fn rechunk<'py>(
         kwargs.set_item("s3_config", s3_config)?;
         let on_cluster = py.import("retile.dask")?.getattr("rechunk")?;
         return Ok(on_cluster
-            .call((src, dst, tile), Some(&kwargs))?
+            // as text: a pathlib.Path would fold the // of s3://
+            .call(
+                (src.to_string_lossy(), dst.to_string_lossy(), tile),
+                Some(&kwargs),
+            )?
             .downcast_into::<PyDict>()?);
     }
     let s3 = S3Options {

@@ -303,3 +303,25 @@ def test_without_dask_importing_says_what_to_install():
 def test_unknown_keyword_arguments_are_refused(tmp_path):
     with pytest.raises(TypeError, match="colour"):
         retile.dask.to_zarr(np.zeros((4, 4), np.uint8), str(tmp_path / "x.zarr"), tile=(2, 2), colour="red")
+
+
+from test_s3 import endpoint  # noqa: E402,F401  (the module's moto server on 127.0.0.1)
+
+
+@pytest.mark.parametrize("pyramid", [None, "mean"])
+def test_to_zarr_and_rechunk_on_the_cluster_into_s3_read_back_equal(client, endpoint, pyramid):
+    settings = {"aws_endpoint": endpoint, "aws_access_key_id": "testing",
+                "aws_secret_access_key": "testing", "aws_region": "us-east-1"}
+    data = random_array(np.random.default_rng(9), (29, 17, 11), "u2")
+    url = f"s3://retile-py/dask-{pyramid}.zarr"
+    retile.dask.to_zarr(da.from_array(data, chunks=(6, 5, 4)), url, tile=(2, 8, 8), shard=(2, 1, 1),
+                        codec="zstd:1", pyramid=pyramid, allow_http=True, s3_config=settings)
+    opts = {"endpoint_url": endpoint}
+    node = zarr.open(url, mode="r", storage_options=opts)
+    assert same((node["0"] if pyramid else node)[...], data)
+    again = f"s3://retile-py/dask-{pyramid}-again.zarr"
+    source = url + "/0" if pyramid else url
+    retile.rechunk(source, again, tile=(5, 4, 4), shard=(1, 2, 2), pyramid=pyramid, client=client,
+                   memory=32 << 20, allow_http=True, s3_config=settings)
+    node = zarr.open(again, mode="r", storage_options=opts)
+    assert same((node["0"] if pyramid else node)[...], data)

@@ -151,10 +151,16 @@ pub fn rechunk_slab(
     Ok(finished?)
 }
 
-/// What `job` writes, dimension names defaulting to the source's.
+/// What `job` writes, dimension names defaulting to the source's (an
+/// OME-Zarr image's arrays are named by its axes instead).
 fn output_of(source: &ZarrSource, job: &Rechunk) -> Output {
     let mut output = job.output.clone();
-    if let Some(zarr) = output.zarr.as_mut().filter(|z| z.dimension_names.is_none()) {
+    let image = output.pyramid.is_some() || output.ngff.is_some();
+    if let Some(zarr) = output
+        .zarr
+        .as_mut()
+        .filter(|z| z.dimension_names.is_none() && !image)
+    {
         zarr.dimension_names = source.dimension_names();
     }
     output
