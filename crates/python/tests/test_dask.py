@@ -325,3 +325,20 @@ def test_to_zarr_and_rechunk_on_the_cluster_into_s3_read_back_equal(client, endp
                    memory=32 << 20, allow_http=True, s3_config=settings)
     node = zarr.open(again, mode="r", storage_options=opts)
     assert same((node["0"] if pyramid else node)[...], data)
+
+
+def test_the_module_examples_run():
+    import doctest
+    with distributed_off():
+        result = doctest.testmod(retile.dask)
+    assert result.failed == 0 and result.attempted >= 3, result
+
+
+def test_rechunk_of_a_named_array_into_a_pyramid_names_it_by_its_axes(tmp_path):
+    data = random_array(np.random.default_rng(8), (6, 10, 12), "u1")
+    src = zarr.create_array(str(tmp_path / "src.zarr"), shape=data.shape, chunks=(2, 5, 5), dtype=data.dtype,
+                            dimension_names=["t", "y", "x"])
+    src[...] = data
+    retile.rechunk(str(tmp_path / "src.zarr"), str(tmp_path / "p.zarr"), tile=(2, 4, 4), pyramid="mean")
+    group = zarr.open_group(str(tmp_path / "p.zarr"), mode="r")
+    assert same(group["0"][...], data) and same(group["1"][...], halve(data, [False, True, True], "mean"))
