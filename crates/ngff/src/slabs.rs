@@ -193,7 +193,7 @@ impl SlabJob {
         backend: Backend,
     ) -> Result<retile_plan::Summary, StreamError> {
         let plane = self.plane_bytes().max(1);
-        if data.len() as u64 % plane != 0 {
+        if !(data.len() as u64).is_multiple_of(plane) {
             return Err(StreamError::Invalid(format!(
                 "a slab is whole planes of {plane} bytes; {} bytes were given",
                 data.len()
@@ -252,7 +252,7 @@ impl SlabJob {
                 "a slab of planes {first}..{end} is not a non-empty part of the array's {total} planes"
             )));
         }
-        if first % unit != 0 || (end % unit != 0 && end != total) {
+        if !first.is_multiple_of(unit) || (!end.is_multiple_of(unit) && end != total) {
             return Err(StreamError::Invalid(format!(
                 "a slab starts and ends at a multiple of {unit} planes (a row of shards of every level), or at the array's end ({total}); planes {first}..{end} do not"
             )));

@@ -41,7 +41,13 @@ fn s3_options(
 /// from a Zarr array being re-tiled.
 enum Input {
     Given,
-    Source { source: ZarrSource, job: Rechunk },
+    Source(Box<SourceJob>),
+}
+
+/// A re-tiling's source and job.
+struct SourceJob {
+    source: ZarrSource,
+    job: Rechunk,
 }
 
 /// One array written in slabs of whole shard rows (of every level) by the
@@ -134,7 +140,7 @@ impl PySlabJob {
         };
         Ok(PySlabJob {
             job: slab_job(&source, &job).map_err(rechunk_err)?,
-            input: Input::Source { source, job },
+            input: Input::Source(Box::new(SourceJob { source, job })),
             threads,
             store: Mutex::new(None),
         })
@@ -171,7 +177,7 @@ impl PySlabJob {
     fn check_memory(&self) -> PyResult<()> {
         match &self.input {
             Input::Given => Ok(()),
-            Input::Source { source, job } => read_depth(source, job).map(drop).map_err(rechunk_err),
+            Input::Source(s) => read_depth(&s.source, &s.job).map(drop).map_err(rechunk_err),
         }
     }
 
@@ -253,14 +259,14 @@ impl PySlabJob {
         first_plane: u64,
         planes: u64,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let Input::Source { source, job } = &self.input else {
+        let Input::Source(s) = &self.input else {
             return Err(PyValueError::new_err(
                 "copy_slab re-tiles a source: make the job with _SlabJob.rechunk",
             ));
         };
         let end = first_plane.saturating_add(planes);
         let summary = py
-            .allow_threads(|| rechunk_slab(source, job, &self.job, first_plane..end, |_| {}))
+            .allow_threads(|| rechunk_slab(&s.source, &s.job, &self.job, first_plane..end, |_| {}))
             .map_err(rechunk_err)?;
         summary_dict(py, &summary)
     }

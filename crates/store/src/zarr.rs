@@ -336,7 +336,7 @@ fn slab_grid(
     first_plane: u64,
 ) -> Result<ShardGrid, StreamError> {
     let row_planes = plan.spec().tile()[0].saturating_mul(grid.depth());
-    if first_plane % row_planes != 0 {
+    if !first_plane.is_multiple_of(row_planes) {
         return Err(StreamError::Invalid(format!(
             "a slab of the array starts at a row of {}: plane {first_plane} is not a multiple of {row_planes} (the tile's first extent times the shard's)",
             if grid.sharded() { "shards" } else { "chunks" }
