@@ -58,8 +58,8 @@ pub struct SlabJob {
 
 impl SlabJob {
     /// The job of writing `array` (a bounded array with a store) in slabs.
-    pub fn new(array: crate::ResolvedArray) -> Result<SlabJob, StreamError> {
-        let crate::ResolvedArray { spec, fill, output } = array;
+    pub fn new(array: crate::options::ResolvedArray) -> Result<SlabJob, StreamError> {
+        let crate::options::ResolvedArray { spec, fill, output } = array;
         let Some(zarr) = output.zarr.clone() else {
             return Err(StreamError::Invalid(
                 "an array written in slabs is written to a store: give its output".into(),

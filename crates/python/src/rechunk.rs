@@ -23,6 +23,46 @@ pub(crate) fn rechunk_err(e: RechunkError) -> PyErr {
     }
 }
 
+/// The arguments of `retile.rechunk` that describe the new array, as its
+/// `_SlabJob.rechunk` also takes them.
+pub(crate) struct NewArray<'a> {
+    pub dst: PathBuf,
+    pub tile: Vec<u64>,
+    pub shard: Option<Vec<u64>>,
+    pub codec: &'a str,
+    pub pyramid: Option<&'a str>,
+    pub levels: Option<usize>,
+    pub downsample: Option<Vec<bool>>,
+    pub memory: Option<u64>,
+    pub overwrite: bool,
+    pub threads: usize,
+}
+
+impl NewArray<'_> {
+    /// The re-tiling job, writing with `s3`'s settings.
+    pub(crate) fn job(self, s3: S3Options) -> PyResult<Rechunk> {
+        Ok(Rechunk {
+            tile: self.tile,
+            output: Output {
+                zarr: Some(ZarrOptions {
+                    path: self.dst,
+                    codec: self.codec.parse::<Codec>().map_err(stream_err)?,
+                    shard: self.shard,
+                    overwrite: self.overwrite,
+                    s3,
+                    ..Default::default()
+                }),
+                pyramid: pyramid_options(self.pyramid, self.levels, self.downsample)?,
+                ngff: None,
+            },
+            backend: Backend::Cpu {
+                threads: self.threads,
+            },
+            memory: self.memory,
+        })
+    }
+}
+
 /// Re-tiles the Zarr array at `src` (v2 or v3: a directory, or
 /// `s3://BUCKET/PREFIX`) into a new store at `dst` (the same kinds) with chunks
 /// `tile`, written as `retile.Stream` writes one; returns its summary.
@@ -88,23 +128,19 @@ fn rechunk<'py>(
         ..Default::default()
     };
     let source = ZarrSource::open(&src, &s3).map_err(rechunk_err)?;
-    let job = Rechunk {
+    let job = NewArray {
+        dst,
         tile,
-        output: Output {
-            zarr: Some(ZarrOptions {
-                path: dst,
-                codec: codec.parse::<Codec>().map_err(stream_err)?,
-                shard,
-                overwrite,
-                s3,
-                ..Default::default()
-            }),
-            pyramid: pyramid_options(pyramid, levels, downsample)?,
-            ngff: None,
-        },
-        backend: Backend::Cpu { threads },
+        shard,
+        codec,
+        pyramid,
+        levels,
+        downsample,
         memory,
-    };
+        overwrite,
+        threads,
+    }
+    .job(s3)?;
     let summary = py
         .allow_threads(|| retile_array(&source, &job, |_| {}))
         .map_err(rechunk_err)?;

@@ -11,13 +11,11 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use retile_rechunk::{read_depth, rechunk_slab, slab_job, Rechunk, ZarrSource};
-use retile_stream::{
-    ArrayOptions, Backend, Codec, JobStore, Output, S3Options, SlabJob, ZarrOptions,
-};
+use retile_stream::{ArrayOptions, Backend, JobStore, S3Options, SlabJob, ZarrOptions};
 
 use crate::error::stream_err;
-use crate::rechunk::rechunk_err;
-use crate::stream::{check_format, pyramid_options, summary_dict, HeldBuffer};
+use crate::rechunk::{rechunk_err, NewArray};
+use crate::stream::{check_format, summary_dict, HeldBuffer};
 
 /// The S3 settings of `allow_http`, `retry_seconds` and `s3_config`.
 fn s3_options(
@@ -121,23 +119,19 @@ impl PySlabJob {
     ) -> PyResult<PySlabJob> {
         let s3 = s3_options(allow_http, 120.0, s3_config)?;
         let source = ZarrSource::open(&src, &s3).map_err(rechunk_err)?;
-        let job = Rechunk {
+        let job = NewArray {
+            dst,
             tile,
-            output: Output {
-                zarr: Some(ZarrOptions {
-                    path: dst,
-                    codec: codec.parse::<Codec>().map_err(stream_err)?,
-                    shard,
-                    overwrite,
-                    s3,
-                    ..Default::default()
-                }),
-                pyramid: pyramid_options(pyramid, levels, downsample)?,
-                ngff: None,
-            },
-            backend: Backend::Cpu { threads },
+            shard,
+            codec,
+            pyramid,
+            levels,
+            downsample,
             memory,
-        };
+            overwrite,
+            threads,
+        }
+        .job(s3)?;
         Ok(PySlabJob {
             job: slab_job(&source, &job).map_err(rechunk_err)?,
             input: Input::Source(Box::new(SourceJob { source, job })),

@@ -207,6 +207,12 @@ def rechunk(src, dst, tile, *, client, memory=None, retries=2, **rechunk_args):
     part of it (a part too small for the new array's buffers and two slabs
     of source chunks is refused before anything is written, with a
     ``MemoryError`` naming the figures)."""
+    try:
+        from distributed import Client
+    except ImportError as e:  # pragma: no cover - exercised without the extra
+        raise ImportError("rechunk(client=) needs distributed: pip install 'retile[dask]'") from e
+    if not isinstance(client, Client):
+        raise TypeError(f"client= takes a dask.distributed.Client, not {type(client).__name__}")
     threads_per_worker = max(client.nthreads().values(), default=1)
     per_task = None if memory is None else int(memory) // max(1, threads_per_worker)
     args = dict(tile=list(tile), memory=per_task, **rechunk_args)
