@@ -300,6 +300,13 @@ def test_without_dask_importing_says_what_to_install():
     assert "pip install 'retile[dask]'" in out.stdout, out
 
 
+def test_arrays_without_planes_are_refused_before_anything_is_made(tmp_path):
+    for x in (np.zeros((0, 4), np.uint8), np.zeros((), np.uint8)):
+        with pytest.raises(ValueError, match="with planes"):
+            retile.dask.to_zarr(x, str(tmp_path / "x.zarr"), tile=(2, 2))
+    assert not (tmp_path / "x.zarr").exists()
+
+
 def test_unknown_keyword_arguments_are_refused(tmp_path):
     with pytest.raises(TypeError, match="colour"):
         retile.dask.to_zarr(np.zeros((4, 4), np.uint8), str(tmp_path / "x.zarr"), tile=(2, 2), colour="red")

@@ -168,8 +168,8 @@ def to_zarr(x, output, *, tile, overwrite=False, threads=0, allow_http=False,
         raise TypeError(f"to_zarr() got unexpected keyword arguments {unknown}; it takes "
                         f"tile and {', '.join(_ARRAY_KEYS)} as retile.Stream does")
     shape = tuple(int(n) for n in x.shape)
-    if not shape:
-        raise ValueError("to_zarr writes arrays of 1 or more dimensions; x has none")
+    if not shape or shape[0] == 0:
+        raise ValueError(f"to_zarr writes arrays of 1 or more dimensions with planes; x's shape is {shape}")
     options = {"shape": list(shape), "tile": list(tile), "dtype": np.dtype(x.dtype).name}
     options.update({k: (list(v) if isinstance(v, tuple) else v)
                     for k, v in array.items() if v is not None})
@@ -185,8 +185,6 @@ def to_zarr(x, output, *, tile, overwrite=False, threads=0, allow_http=False,
         x = x.rechunk(chunks)
     else:
         x = da.from_array(x, chunks=chunks)
-    if shape[0] == 0:
-        raise ValueError("to_zarr writes an array with planes; x's first extent is 0")
     write = dask.delayed(_write_slab, pure=False)
     tasks = [write(output, options, store, start, block)
              for (start, _), block in zip(bounds, x.to_delayed().ravel())]
