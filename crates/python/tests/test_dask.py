@@ -300,6 +300,19 @@ def test_without_dask_importing_says_what_to_install():
     assert "pip install 'retile[dask]'" in out.stdout, out
 
 
+def test_attributes_and_axes_are_written_by_the_caller(tmp_path):
+    data = random_array(np.random.default_rng(6), (10, 6, 6), "u1")
+    with distributed_off():
+        retile.dask.to_zarr(data, str(tmp_path / "a.zarr"), tile=(2, 3, 3), attributes={"sample": "m7"})
+        retile.dask.to_zarr(data, str(tmp_path / "b.zarr"), tile=(2, 3, 3), pyramid="mean", attributes={"sample": "m8"},
+                            units=[None, "micrometer", "micrometer"], scale=[1, 0.5, 0.5])
+    assert zarr.open_array(str(tmp_path / "a.zarr"), mode="r").attrs["sample"] == "m7"
+    group = zarr.open_group(str(tmp_path / "b.zarr"), mode="r")
+    assert group.attrs["sample"] == "m8" and same(group["0"][...], data)
+    axes = group.attrs["ome"]["multiscales"][0]["axes"]
+    assert [a.get("unit") for a in axes] == [None, "micrometer", "micrometer"]
+
+
 def test_arrays_without_planes_are_refused_before_anything_is_made(tmp_path):
     for x in (np.zeros((0, 4), np.uint8), np.zeros((), np.uint8)):
         with pytest.raises(ValueError, match="with planes"):
