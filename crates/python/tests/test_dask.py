@@ -362,3 +362,14 @@ def test_rechunk_of_a_named_array_into_a_pyramid_names_it_by_its_axes(tmp_path):
     retile.rechunk(str(tmp_path / "src.zarr"), str(tmp_path / "p.zarr"), tile=(2, 4, 4), pyramid="mean")
     group = zarr.open_group(str(tmp_path / "p.zarr"), mode="r")
     assert same(group["0"][...], data) and same(group["1"][...], halve(data, [False, True, True], "mean"))
+
+
+def test_the_peer_benchmark_runs_small_and_reads_every_store_back(tmp_path):
+    script = os.path.join(os.path.dirname(__file__), "..", "..", "..", "bench", "dask_peer.py")
+    env = dict(os.environ, PLANES="16", SIZE="256", TILE="8,64,64", SHARD="1,2,2", WORKERS="1,2")
+    out = subprocess.run([sys.executable, script, str(tmp_path / "bench")], capture_output=True, text=True,
+                         env=env, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    lines = out.stdout.splitlines()
+    assert sum("ratio" in line for line in lines) == 3, out.stdout
+    assert sum(line.startswith("scaling:") for line in lines) == 2, out.stdout
