@@ -25,6 +25,8 @@ test_tools=(
     zarr             # the independent reader every stored byte is checked with
     nvidia-cutlass   # pycute, the reference the algebra's Python tests compare with
     ome-zarr-models  # validates OME-Zarr images
+    'dask[array]'    # retile.dask: the arrays its tests write, and the peers of bench/dask_peer.py
+    distributed      # retile.dask's tests start a LocalCluster on 127.0.0.1
     ome-zarr
     "moto[server]"   # a local S3 server, started by the Rust and Python S3 tests
     s3fs             # zarr-python's S3 access

@@ -37,6 +37,7 @@ mod metadata;
 mod open;
 mod options;
 mod plate;
+mod slabs;
 
 pub use acquisition::{Acquisition, AcquisitionSettings};
 pub use budget::Budget;
@@ -46,3 +47,4 @@ pub use metadata::{default_axes, Axis, NgffOptions, NGFF_VERSION};
 pub use open::{open_ngff, open_output, Output};
 pub use options::{backend_named, pyramid_named, ArrayOptions, ResolvedArray};
 pub use plate::Plate;
+pub use slabs::{JobStore, SlabJob};

@@ -58,51 +58,104 @@ fn open_image(
     pyramid: &PyramidOptions,
     ngff: &NgffOptions,
 ) -> Result<MultiscaleStream, StreamError> {
-    let rank = spec.shape().len();
-    let (axes, scale) = ngff.check(rank)?;
-    if zarr.dimension_names.is_some() {
-        return Err(StreamError::Invalid(
-            "an OME-Zarr image names its dimensions with its axes, not with dimension names".into(),
-        ));
+    let image = Image::describe(&spec, &zarr, pyramid, ngff)?;
+    MultiscaleStream::new(spec, fill, backend, &image.pyramid, |k, _| {
+        Ok(Box::new(image.level_sink(group, &zarr, k)))
+    })
+    .and_then(|stream| image.put_group(group, &zarr).map(|()| stream))
+}
+
+/// An OME-Zarr image described: its pyramid (with the dimensions it
+/// halves resolved), the group's metadata, and what chains its levels'
+/// claims.
+pub(crate) struct Image {
+    /// The pyramid, its `downsample` given.
+    pub pyramid: PyramidOptions,
+    /// The group's `zarr.json` (the user's attributes aside).
+    metadata: serde_json::Value,
+    /// The axes' names, each level's dimension names.
+    names: Vec<String>,
+    /// The levels' claims, chained.
+    chain: ClaimChain,
+}
+
+impl Image {
+    /// The image of a stream of `spec` written with `zarr`, `pyramid` and
+    /// `ngff`: every dimension but the first and a channel axis halved,
+    /// unless the pyramid says otherwise.
+    pub fn describe(
+        spec: &StreamSpec,
+        zarr: &ZarrOptions,
+        pyramid: &PyramidOptions,
+        ngff: &NgffOptions,
+    ) -> Result<Image, StreamError> {
+        let rank = spec.shape().len();
+        let (axes, scale) = ngff.check(rank)?;
+        if zarr.dimension_names.is_some() {
+            return Err(StreamError::Invalid(
+                "an OME-Zarr image names its dimensions with its axes, not with dimension names"
+                    .into(),
+            ));
+        }
+        let pyramid = PyramidOptions {
+            downsample: pyramid.downsample.clone().or_else(|| {
+                Some(
+                    (0..rank)
+                        .map(|d| d > 0 && axes[d].kind != "channel")
+                        .collect(),
+                )
+            }),
+            ..pyramid.clone()
+        };
+        let halve = pyramid.halved(spec)?;
+        check_halved_axes(&axes, &halve)?;
+        let levels = pyramid.level_specs(spec)?.len();
+        Ok(Image {
+            metadata: group_metadata(&axes, &scale, &pyramid, &halve, levels)?,
+            names: axes.iter().map(|a| a.name.clone()).collect(),
+            // a level never claims planes its parent level has not claimed
+            chain: ClaimChain::new(levels, halve.first().copied().unwrap_or(false)),
+            pyramid,
+        })
     }
-    // by default every dimension but the first is halved, a channel axis aside
-    let pyramid = &PyramidOptions {
-        downsample: pyramid.downsample.clone().or_else(|| {
-            Some(
-                (0..rank)
-                    .map(|d| d > 0 && axes[d].kind != "channel")
-                    .collect(),
-            )
-        }),
-        ..pyramid.clone()
-    };
-    let halve = pyramid.halved(&spec)?;
-    check_halved_axes(&axes, &halve)?;
-    let levels = pyramid.level_specs(&spec)?.len();
-    let metadata = group_metadata(&axes, &scale, pyramid, &halve, levels)?;
-    let names: Vec<String> = axes.iter().map(|a| a.name.clone()).collect();
-    // a level never claims planes its parent level has not claimed
-    let chain = ClaimChain::new(levels, halve.first().copied().unwrap_or(false));
-    MultiscaleStream::new(spec, fill, backend, pyramid, |k, _| {
-        // the user's metadata describes the image: level 0's claims write it
+
+    /// The sink of level `k`, the array `k` in `group` (level 0 writes the
+    /// user's metadata, which describes the image).
+    pub fn level_sink(&self, group: &Group, zarr: &ZarrOptions, k: usize) -> ZarrSink {
         let options = ZarrOptions {
-            dimension_names: Some(names.clone()),
+            dimension_names: Some(self.names.clone()),
             user: zarr.user.clone().filter(|_| k == 0),
             ..zarr.clone()
         };
-        let sink = ZarrSink::in_root(group.root(), &k.to_string(), options).chained(chain.level(k));
-        Ok(Box::new(match k {
-            0 => sink.describing_image(group, metadata.clone()),
+        let sink =
+            ZarrSink::in_root(group.root(), &k.to_string(), options).chained(self.chain.level(k));
+        match k {
+            0 => sink.describing_image(group, self.metadata.clone()),
             _ => sink,
-        }))
-    })
-    .and_then(|stream| {
+        }
+    }
+
+    /// The options of level `k`'s array written in slabs by the tasks of a
+    /// job ([`crate::SlabJob`]): the array `k` under `zarr.path`, without
+    /// the user's metadata (the job's caller writes it).
+    pub fn slab_options(&self, zarr: &ZarrOptions, k: usize) -> ZarrOptions {
+        ZarrOptions {
+            path: zarr.path.join(k.to_string()),
+            dimension_names: Some(self.names.clone()),
+            user: None,
+            ..zarr.clone()
+        }
+    }
+
+    /// Writes the group's `zarr.json`, with the user's attributes: once
+    /// every level's array exists.
+    pub fn put_group(&self, group: &Group, zarr: &ZarrOptions) -> Result<(), StreamError> {
         let document = match &zarr.user {
-            Some(user) => user.written_into(&metadata),
-            None => metadata.clone(),
+            Some(user) => user.written_into(&self.metadata),
+            None => self.metadata.clone(),
         };
-        group.put_metadata(&document).map(|()| stream)
-    })
+        group.put_metadata(&document)
+    }
 }
 
 /// What a stream writes: a Zarr store or nothing, with or without a

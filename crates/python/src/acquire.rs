@@ -60,7 +60,7 @@ fn json_of(value: &Bound<'_, PyAny>) -> PyResult<Value> {
 
 /// `value` read as `T` (an array's options, a plate), or a ValueError
 /// naming `what` and the key or type that is wrong.
-fn read<T: DeserializeOwned>(what: &str, value: &Bound<'_, PyAny>) -> PyResult<T> {
+pub(crate) fn read<T: DeserializeOwned>(what: &str, value: &Bound<'_, PyAny>) -> PyResult<T> {
     serde_json::from_value(json_of(value)?)
         .map_err(|e| PyValueError::new_err(format!("{what}: {e}")))
 }

@@ -9,6 +9,7 @@ mod calc;
 mod error;
 mod layout;
 mod rechunk;
+mod slabs;
 mod stream;
 
 /// The native module; import `retile` instead.
@@ -20,5 +21,6 @@ fn _retile(m: &Bound<'_, PyModule>) -> PyResult<()> {
     banks::register(m)?;
     calc::register(m)?;
     rechunk::register(m)?;
+    slabs::register(m)?;
     Ok(())
 }

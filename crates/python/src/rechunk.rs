@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use pyo3::exceptions::{PyMemoryError, PyNotImplementedError, PyValueError};
+use pyo3::exceptions::{PyMemoryError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use retile_rechunk::{rechunk as retile_array, Rechunk, RechunkError, ZarrSource};
@@ -15,11 +15,51 @@ use crate::stream::{pyramid_options, summary_dict};
 
 /// A re-tiling's error as Python's: memory it cannot have is a
 /// `MemoryError`, a stream's error as a stream's, the rest `ValueError`.
-fn rechunk_err(e: RechunkError) -> PyErr {
+pub(crate) fn rechunk_err(e: RechunkError) -> PyErr {
     match e {
         RechunkError::Stream(e) => stream_err(e),
         e @ RechunkError::Memory { .. } => PyMemoryError::new_err(e.to_string()),
         e @ RechunkError::Source { .. } => PyValueError::new_err(e.to_string()),
+    }
+}
+
+/// The arguments of `retile.rechunk` that describe the new array, as its
+/// `_SlabJob.rechunk` also takes them.
+pub(crate) struct NewArray<'a> {
+    pub dst: PathBuf,
+    pub tile: Vec<u64>,
+    pub shard: Option<Vec<u64>>,
+    pub codec: &'a str,
+    pub pyramid: Option<&'a str>,
+    pub levels: Option<usize>,
+    pub downsample: Option<Vec<bool>>,
+    pub memory: Option<u64>,
+    pub overwrite: bool,
+    pub threads: usize,
+}
+
+impl NewArray<'_> {
+    /// The re-tiling job, writing with `s3`'s settings.
+    pub(crate) fn job(self, s3: S3Options) -> PyResult<Rechunk> {
+        Ok(Rechunk {
+            tile: self.tile,
+            output: Output {
+                zarr: Some(ZarrOptions {
+                    path: self.dst,
+                    codec: self.codec.parse::<Codec>().map_err(stream_err)?,
+                    shard: self.shard,
+                    overwrite: self.overwrite,
+                    s3,
+                    ..Default::default()
+                }),
+                pyramid: pyramid_options(self.pyramid, self.levels, self.downsample)?,
+                ngff: None,
+            },
+            backend: Backend::Cpu {
+                threads: self.threads,
+            },
+            memory: self.memory,
+        })
     }
 }
 
@@ -30,7 +70,9 @@ fn rechunk_err(e: RechunkError) -> PyErr {
 /// slabs of the source's chunks along the first dimension): a source whose
 /// chunks are too deep for it is refused with a `MemoryError` naming the
 /// figure it needs. `allow_http` and `s3_config` configure S3 (both
-/// paths) as for `retile.Stream`.
+/// paths) as for `retile.Stream`. With `client` (a `dask.distributed`
+/// client) the re-tiling runs on its cluster (`retile.dask`), each task a
+/// slab of whole shard rows, and `memory` bounds each worker's bytes.
 ///
 /// >>> import numpy as np, retile, tempfile, os
 /// >>> d = tempfile.mkdtemp()
@@ -58,10 +100,27 @@ fn rechunk<'py>(
     allow_http: bool,
     s3_config: Option<std::collections::BTreeMap<String, String>>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    if client.is_some() {
-        return Err(PyNotImplementedError::new_err(
-            "rechunk on a Dask cluster (client=) is not built yet; leave client out to use every core of this machine",
-        ));
+    if let Some(client) = client {
+        let kwargs = PyDict::new(py);
+        kwargs.set_item("client", client)?;
+        kwargs.set_item("memory", memory)?;
+        kwargs.set_item("shard", shard)?;
+        kwargs.set_item("codec", codec)?;
+        kwargs.set_item("pyramid", pyramid)?;
+        kwargs.set_item("levels", levels)?;
+        kwargs.set_item("downsample", downsample)?;
+        kwargs.set_item("overwrite", overwrite)?;
+        kwargs.set_item("threads", threads)?;
+        kwargs.set_item("allow_http", allow_http)?;
+        kwargs.set_item("s3_config", s3_config)?;
+        let on_cluster = py.import("retile.dask")?.getattr("rechunk")?;
+        return Ok(on_cluster
+            // as text: a pathlib.Path would fold the // of s3://
+            .call(
+                (src.to_string_lossy(), dst.to_string_lossy(), tile),
+                Some(&kwargs),
+            )?
+            .downcast_into::<PyDict>()?);
     }
     let s3 = S3Options {
         allow_http,
@@ -69,23 +128,19 @@ fn rechunk<'py>(
         ..Default::default()
     };
     let source = ZarrSource::open(&src, &s3).map_err(rechunk_err)?;
-    let job = Rechunk {
+    let job = NewArray {
+        dst,
         tile,
-        output: Output {
-            zarr: Some(ZarrOptions {
-                path: dst,
-                codec: codec.parse::<Codec>().map_err(stream_err)?,
-                shard,
-                overwrite,
-                s3,
-                ..Default::default()
-            }),
-            pyramid: pyramid_options(pyramid, levels, downsample)?,
-            ngff: None,
-        },
-        backend: Backend::Cpu { threads },
+        shard,
+        codec,
+        pyramid,
+        levels,
+        downsample,
         memory,
-    };
+        overwrite,
+        threads,
+    }
+    .job(s3)?;
     let summary = py
         .allow_threads(|| retile_array(&source, &job, |_| {}))
         .map_err(rechunk_err)?;

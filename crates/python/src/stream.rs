@@ -68,7 +68,7 @@ fn dtype_kind(d: DType) -> Kind {
 
 /// Checks that a buffer of `format` and `itemsize` holds `dtype` elements
 /// (or raw bytes); the message says what was given and what is expected.
-fn check_format(format: &str, itemsize: usize, dtype: DType) -> PyResult<()> {
+pub(crate) fn check_format(format: &str, itemsize: usize, dtype: DType) -> PyResult<()> {
     let (order, code) = match format.chars().next() {
         Some(c @ ('@' | '=' | '<' | '>' | '!')) => (Some(c), &format[1..]),
         _ => (None, format),
@@ -107,10 +107,10 @@ fn check_format(format: &str, itemsize: usize, dtype: DType) -> PyResult<()> {
 }
 
 /// A buffer held for the duration of one append (released on drop, under the GIL).
-struct HeldBuffer(Box<pyo3::ffi::Py_buffer>);
+pub(crate) struct HeldBuffer(Box<pyo3::ffi::Py_buffer>);
 
 impl HeldBuffer {
-    fn get(obj: &Bound<'_, PyAny>) -> PyResult<HeldBuffer> {
+    pub(crate) fn get(obj: &Bound<'_, PyAny>) -> PyResult<HeldBuffer> {
         let mut view = Box::new(std::mem::MaybeUninit::<pyo3::ffi::Py_buffer>::zeroed());
         // SAFETY: `obj` is a live object and `view` points to writable storage for a Py_buffer.
         let rc = unsafe {
@@ -128,12 +128,22 @@ impl HeldBuffer {
         Ok(HeldBuffer(view))
     }
 
-    fn is_c_contiguous(&self) -> bool {
+    /// The address and length in bytes of the buffer's memory, and the
+    /// size of one of its elements.
+    pub(crate) fn extent(&self) -> (usize, usize, usize) {
+        (
+            self.0.buf as usize,
+            self.0.len.max(0) as usize,
+            self.0.itemsize.max(1) as usize,
+        )
+    }
+
+    pub(crate) fn is_c_contiguous(&self) -> bool {
         // SAFETY: the view is a live buffer obtained by PyObject_GetBuffer.
         unsafe { pyo3::ffi::PyBuffer_IsContiguous(&*self.0, b'C' as std::os::raw::c_char) != 0 }
     }
 
-    fn format(&self) -> String {
+    pub(crate) fn format(&self) -> String {
         match self.0.format.is_null() {
             true => "B".into(),
             // SAFETY: a non-null format is a NUL-terminated string owned by the view.

@@ -87,7 +87,7 @@ def test_what_is_not_an_array_or_a_cluster_is_refused(tmp_path):
         retile.rechunk(tmp_path / "nothing.zarr", tmp_path / "dst.zarr", tile=(1,))
     a = zarr.create_array(str(tmp_path / "src.zarr"), shape=(4, 4), chunks=(2, 2), dtype="u1")
     a[...] = 3
-    with pytest.raises(NotImplementedError, match="client="):
+    with pytest.raises(TypeError, match="client= takes a dask.distributed.Client, not object"):
         retile.rechunk(tmp_path / "src.zarr", tmp_path / "dst.zarr", tile=(1, 4), client=object())
     with pytest.raises(ValueError, match="tile"):
         retile.rechunk(tmp_path / "src.zarr", tmp_path / "dst.zarr", tile=(1, 4, 4))

@@ -38,11 +38,12 @@
 mod error;
 mod source;
 
+use std::ops::Range;
 use std::sync::mpsc;
 
-use retile_ngff::{open_output, Output};
+use retile_ngff::{open_output, Output, ResolvedArray, SlabJob};
 use retile_plan::{StreamSpec, Summary};
-use retile_pyramid::{Backend, PyramidOptions};
+use retile_pyramid::{Backend, MultiscaleStream, PyramidOptions};
 
 pub use error::RechunkError;
 pub use source::ZarrSource;
@@ -73,25 +74,123 @@ pub struct Rechunk {
 pub fn rechunk(
     source: &ZarrSource,
     job: &Rechunk,
-    mut progress: impl FnMut(u64),
+    progress: impl FnMut(u64),
 ) -> Result<Summary, RechunkError> {
     let spec = StreamSpec::new(source.dtype(), source.shape().to_vec(), job.tile.clone())?;
     let depth = slab_depth(source, &spec, job)?;
+    let mut stream = open_output(spec, &source.fill(), job.backend, &output_of(source, job))?;
+    let read = pump(source, &mut stream, 0..source.shape()[0], depth, progress);
+    let finished = stream.finish();
+    read?;
+    Ok(finished?)
+}
+
+/// The job of re-tiling `source` as `job` says by the tasks of a cluster,
+/// each a slab of whole rows of the new array's shards ([`SlabJob`]): the
+/// caller begins and finishes it, each task calls [`rechunk_slab`].
+///
+/// ```
+/// use retile_ngff::Output;
+/// use retile_pyramid::Backend;
+/// use retile_rechunk::{rechunk_slab, slab_job, Rechunk, ZarrSource};
+/// use retile_store::ZarrOptions;
+/// let dir = tempfile::tempdir()?;
+/// let first = dir.path().join("first.zarr");
+/// let spec = retile_plan::StreamSpec::new(retile_plan::DType::U8, vec![6, 4], vec![3, 2])?;
+/// let out = Output { zarr: Some(ZarrOptions { path: first.clone(), ..Default::default() }), ..Default::default() };
+/// let mut s = retile_ngff::open_output(spec, &[0], Backend::Cpu { threads: 1 }, &out)?;
+/// s.append(&(0..24).collect::<Vec<u8>>())?;
+/// s.finish()?;
+/// let source = ZarrSource::open(&first, &Default::default())?;
+/// let second = dir.path().join("second.zarr");
+/// let job = Rechunk {
+///     tile: vec![2, 4],
+///     output: Output { zarr: Some(ZarrOptions { path: second.clone(), ..Default::default() }), ..Default::default() },
+///     backend: Backend::Cpu { threads: 1 },
+///     memory: None,
+/// };
+/// let slabs = slab_job(&source, &job)?;
+/// let store = slabs.begin()?;
+/// for first in [2, 0, 4] {
+///     rechunk_slab(&source, &job, &slabs, first..first + 2, |_| {})?;
+/// }
+/// store.finish()?;
+/// assert_eq!(ZarrSource::open(&second, &Default::default())?.read(0..6)?, (0..24).collect::<Vec<u8>>());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn slab_job(source: &ZarrSource, job: &Rechunk) -> Result<SlabJob, RechunkError> {
+    let spec = StreamSpec::new(source.dtype(), source.shape().to_vec(), job.tile.clone())?;
+    Ok(SlabJob::new(ResolvedArray {
+        spec,
+        fill: source.fill(),
+        output: output_of(source, job),
+    })?)
+}
+
+/// One task's part of a [`slab_job`]: the planes `planes` of `source`
+/// (a slab [`SlabJob::slab_planes`] allows) re-tiled into `slabs`' store,
+/// read in slabs of whole source chunks within `job.memory` (the task's
+/// stream and two of them); returns the slab's summary.
+pub fn rechunk_slab(
+    source: &ZarrSource,
+    job: &Rechunk,
+    slabs: &SlabJob,
+    planes: Range<u64>,
+    progress: impl FnMut(u64),
+) -> Result<Summary, RechunkError> {
+    let spec = StreamSpec::new(source.dtype(), source.shape().to_vec(), job.tile.clone())?;
+    let depth = slab_depth(source, &spec, job)?;
+    let mut stream = slabs.open_slab(
+        planes.start,
+        planes.end.saturating_sub(planes.start),
+        job.backend,
+    )?;
+    let read = pump(source, &mut stream, planes, depth, progress);
+    let finished = stream.finish();
+    read?;
+    Ok(finished?)
+}
+
+/// What `job` writes, dimension names defaulting to the source's (an
+/// OME-Zarr image's arrays are named by its axes instead).
+fn output_of(source: &ZarrSource, job: &Rechunk) -> Output {
     let mut output = job.output.clone();
-    if let Some(zarr) = output.zarr.as_mut().filter(|z| z.dimension_names.is_none()) {
+    let image = output.pyramid.is_some() || output.ngff.is_some();
+    if let Some(zarr) = output
+        .zarr
+        .as_mut()
+        .filter(|z| z.dimension_names.is_none() && !image)
+    {
         zarr.dimension_names = source.dimension_names();
     }
-    let mut stream = open_output(spec, &source.fill(), job.backend, &output)?;
-    let total = source.shape()[0];
-    let (slabs, taken) = mpsc::sync_channel(1);
-    let read = std::thread::scope(|scope| {
+    output
+}
+
+/// Reads `planes` of `source` in slabs of `depth` planes (aligned to
+/// whole source chunks), each read on a thread of its own while the one
+/// before it goes through `stream`; calls `progress` with each slab's bytes.
+fn pump(
+    source: &ZarrSource,
+    stream: &mut MultiscaleStream,
+    planes: Range<u64>,
+    depth: u64,
+    mut progress: impl FnMut(u64),
+) -> Result<(), RechunkError> {
+    // a rendezvous: one slab read while the one before it is appended, never a third
+    let (slabs, taken) = mpsc::sync_channel(0);
+    let depth = depth.max(1);
+    std::thread::scope(|scope| {
         scope.spawn(move || {
-            for start in (0..total).step_by(depth as usize) {
-                let slab = source.read(start..(start + depth).min(total));
+            let mut start = planes.start;
+            while start < planes.end {
+                // the next boundary of whole slabs, counted from plane 0
+                let end = ((start / depth + 1) * depth).min(planes.end);
+                let slab = source.read(start..end);
                 let failed = slab.is_err();
                 if slabs.send(slab).is_err() || failed {
                     return;
                 }
+                start = end;
             }
         });
         for slab in taken {
@@ -100,10 +199,32 @@ pub fn rechunk(
             progress(slab.len() as u64);
         }
         Ok::<(), RechunkError>(())
-    });
-    let finished = stream.finish();
-    read?;
-    Ok(finished?)
+    })
+}
+
+/// How many planes of `source` `job` reads at a time (whole source chunks
+/// within its memory); a [`RechunkError::Memory`] where the memory allowed
+/// cannot hold the new array's buffers and two slabs of one source chunk.
+///
+/// ```
+/// use retile_ngff::Output;
+/// use retile_pyramid::Backend;
+/// use retile_rechunk::{read_depth, Rechunk, ZarrSource};
+/// use retile_store::ZarrOptions;
+/// let dir = tempfile::tempdir()?;
+/// let path = dir.path().join("a.zarr");
+/// let spec = retile_plan::StreamSpec::new(retile_plan::DType::U8, vec![8, 4], vec![2, 4])?;
+/// let out = Output { zarr: Some(ZarrOptions { path: path.clone(), ..Default::default() }), ..Default::default() };
+/// let mut s = retile_ngff::open_output(spec, &[0], Backend::Cpu { threads: 1 }, &out)?;
+/// s.append(&[1; 32])?;
+/// s.finish()?;
+/// let job = Rechunk { tile: vec![1, 4], output: Output::default(), backend: Backend::Cpu { threads: 1 }, memory: Some(1) };
+/// assert!(read_depth(&ZarrSource::open(&path, &Default::default())?, &job).is_err());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn read_depth(source: &ZarrSource, job: &Rechunk) -> Result<u64, RechunkError> {
+    let spec = StreamSpec::new(source.dtype(), source.shape().to_vec(), job.tile.clone())?;
+    slab_depth(source, &spec, job)
 }
 
 /// How many planes a slab holds: whole source chunks, as many as the

@@ -11,7 +11,8 @@ use std::sync::Arc;
 use retile_plan::StreamError;
 
 use crate::directory::{
-    abandon, prepare_directory, prepare_inner_directory, sync_directory, HeldDirectory,
+    abandon, open_unlocked, prepare_directory, prepare_inner_directory, sync_directory,
+    HeldDirectory,
 };
 use crate::error::{quoted, DestError};
 use crate::files::{direct_io_works, replace_atomically, LocalFile, Placed};
@@ -97,6 +98,35 @@ impl Dest {
             direct: !options.buffered_io && direct_io_works(&root),
             root,
         })
+    }
+
+    /// The store at `path` as a job made it ready, opened by one of its
+    /// tasks to write a slab: neither locked (the job's caller holds the
+    /// lock) nor emptied nor checked. A local directory must exist.
+    pub fn unlocked(path: &Path, options: &ZarrOptions) -> Result<Dest, StreamError> {
+        let root = match StorePath::classify(path)? {
+            StorePath::S3 { bucket, prefix } => {
+                let bucket = Bucket::connect(&bucket, &prefix, path, &options.s3)?;
+                return Ok(Dest::Object(Arc::new(bucket)));
+            }
+            StorePath::Local(root) => root,
+        };
+        let held = open_unlocked(&root)?;
+        Ok(Dest::Local {
+            held,
+            direct: !options.buffered_io && direct_io_works(&root),
+            root,
+        })
+    }
+
+    /// Waits until every file or object closed so far is stored whole
+    /// (objects: their uploads completed; files are whole once closed),
+    /// writing no metadata: the end of a slab written by a task.
+    pub fn wait_closed(&self) -> Result<(), DestError> {
+        match self {
+            Dest::Local { .. } => Ok(()),
+            Dest::Object(bucket) => bucket.wait_closed(),
+        }
     }
 
     /// Whether the store is in object storage.

@@ -32,7 +32,9 @@ pub(crate) const LEFTOVERS: [&str; 3] =
 /// system reports every failed write-back since.
 #[derive(Debug)]
 pub(crate) struct HeldDirectory {
-    lock: LocalLock,
+    /// `None`: a slab of the store written by a task of a job whose caller
+    /// holds the lock ([`open_unlocked`]).
+    lock: Option<LocalLock>,
     dir: File,
     /// This stream made the directory.
     created: bool,
@@ -63,7 +65,9 @@ impl HeldDirectory {
     /// Removes the store's directory too (if it is empty then) when the
     /// lock is released.
     pub fn remove_dir_on_release(&self) {
-        self.lock.remove_dir_on_release(true);
+        if let Some(lock) = &self.lock {
+            lock.remove_dir_on_release(true);
+        }
     }
 }
 
@@ -297,14 +301,39 @@ pub(crate) fn prepare_directory(
         .map_err(|e| fail("locking the store", e))?
         .map_err(|owner| refusal(path, &owner))?;
     let dir = File::open(path).map_err(|e| fail("opening the store directory", e))?;
-    let held = Arc::new(HeldDirectory { lock, dir, created });
+    let held = Arc::new(HeldDirectory {
+        lock: Some(lock),
+        dir,
+        created,
+    });
     // again under the lock: another stream may have written meanwhile
     if let Err(e) = check_contents(path, overwrite, true) {
-        held.lock.remove_dir_on_release(created);
+        if created {
+            held.remove_dir_on_release();
+        }
         return Err(e);
     }
     empty(path).map_err(|e| fail("deleting the old store", e))?;
     Ok(held)
+}
+
+/// The directory of an array that a job made ready, and whose lock its
+/// caller holds, opened by one of the job's tasks to write a slab of it:
+/// neither locked nor emptied; it must exist.
+pub(crate) fn open_unlocked(path: &Path) -> Result<Arc<HeldDirectory>, StreamError> {
+    follow(path)?;
+    if !path.is_dir() {
+        return Err(StreamError::Invalid(format!(
+            "{} is not a directory: a slab is written into a store its job made ready first",
+            path.display()
+        )));
+    }
+    let dir = File::open(path).map_err(|e| store_error(path, "opening the store directory", e))?;
+    Ok(Arc::new(HeldDirectory {
+        lock: None,
+        dir,
+        created: false,
+    }))
 }
 
 /// Makes the directory of an array inside a store this stream holds (a

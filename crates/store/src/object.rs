@@ -788,6 +788,23 @@ impl Bucket {
         }
     }
 
+    /// Waits until every object closed so far is complete (and every
+    /// metadata document put), putting no document after them: a slab of
+    /// a store written by one task of a job, whose caller writes the
+    /// metadata. Fails if any upload of the store failed.
+    pub fn wait_closed(&self) -> Result<(), DestError> {
+        let mut rows = self.lock_rows();
+        self.settle(&mut rows, 0)?;
+        let closing = std::mem::take(&mut rows.closing);
+        for completed in self.runtime.block_on(futures::future::join_all(closing)) {
+            completed.map_err(|e| Failed {
+                doing: "completing an upload".into(),
+                answer: e.to_string(),
+            })??;
+        }
+        Ok(self.shared.check()?)
+    }
+
     fn lock_rows(&self) -> std::sync::MutexGuard<'_, Rows> {
         self.rows.lock().unwrap_or_else(|e| e.into_inner())
     }

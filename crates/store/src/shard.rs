@@ -25,6 +25,9 @@ pub(crate) struct ShardGrid {
     sharded: bool,
     /// Where the tiles are in the epoch buffer.
     map: TileMap,
+    /// Rows of the array above the stream's first row (a slab of an array
+    /// written by one task of a job): added to every key.
+    row_offset: u64,
 }
 
 /// One tile of an epoch as a file holds it.
@@ -57,6 +60,7 @@ impl ShardGrid {
             files,
             sharded: shard.is_some(),
             map: plan.tile_map().clone(),
+            row_offset: 0,
         };
         grid.check_index_memory()?;
         Ok(grid)
@@ -101,9 +105,18 @@ impl ShardGrid {
         self.shape.iter().product::<u64>() as usize
     }
 
-    /// The store key of file `file` of row `row`: `c/row/y/x...`.
+    /// The grid of a stream whose row 0 is row `rows` of the array.
+    pub fn offset_rows(self, rows: u64) -> ShardGrid {
+        ShardGrid {
+            row_offset: rows,
+            ..self
+        }
+    }
+
+    /// The store key of file `file` of the stream's row `row`:
+    /// `c/row/y/x...`, the row counted in the array.
     pub fn key(&self, row: u64, file: usize) -> String {
-        let mut key = format!("c/{row}");
+        let mut key = format!("c/{}", row + self.row_offset);
         for c in unravel(file as u64, &self.files) {
             key.push_str(&format!("/{c}"));
         }
@@ -217,6 +230,7 @@ mod tests {
         let slots: Vec<usize> = grid.members(3, 0).iter().map(|m| m.slot).collect();
         assert_eq!(slots, vec![10, 11, 14, 15]);
         assert_eq!(grid.key(5, 3), "c/5/1/1");
+        assert_eq!(grid.clone().offset_rows(7).key(5, 3), "c/12/1/1");
     }
 
     #[test]

@@ -45,6 +45,9 @@ pub struct ZarrSink {
     /// Level 0 of an OME-Zarr image: the group and its `zarr.json` (without
     /// the user's attributes), which the user's attributes go in.
     image: Option<(Dest, serde_json::Value)>,
+    /// The first plane of the slab of the array this sink writes, when the
+    /// caller of its job writes the array's metadata ([`ZarrSink::slab`]).
+    slab: Option<u64>,
 }
 
 /// An open store: the writer of its epochs and its writer threads.
@@ -74,6 +77,7 @@ impl ZarrSink {
             within: None,
             chain: None,
             image: None,
+            slab: None,
         }
     }
 
@@ -138,6 +142,39 @@ impl ZarrSink {
     pub fn describing_image(self, group: &Group, document: serde_json::Value) -> ZarrSink {
         ZarrSink {
             image: Some((group.root().dest().clone(), document)),
+            ..self
+        }
+    }
+
+    /// This sink as one task's slab of a job that writes one array with
+    /// several streams at once (the tasks of a cluster): the stream's
+    /// planes are planes `first_plane..` of the array at `options.path`,
+    /// a store the job's caller made ready, holds the lock of, and writes
+    /// the metadata of once every slab is written. The sink writes the
+    /// files of its rows whole (created, or emptied, before their first
+    /// byte: a slab written again leaves the same files) and nothing else:
+    /// no `zarr.json`, no lock, nothing emptied. Its finish returns once
+    /// every file is stored whole (synced, or its upload completed).
+    /// `first_plane` is refused at [`Sink::begin`] unless it starts a row
+    /// of files (a multiple of the tile's first extent times the shard's).
+    ///
+    /// ```
+    /// use retile_plan::{DType, Epoch, Sink, StreamPlan, StreamSpec};
+    /// use retile_store::{ZarrOptions, ZarrSink};
+    /// let dir = tempfile::tempdir()?;
+    /// let options = ZarrOptions { path: dir.path().to_owned(), ..Default::default() };
+    /// // planes 4 and 5 of an array in tiles of 2 x 4
+    /// let plan = StreamPlan::new(&StreamSpec::new(DType::U8, vec![0, 4], vec![2, 4])?)?;
+    /// let mut sink = ZarrSink::new(options).slab(4);
+    /// sink.begin(&plan, &[0])?;
+    /// sink.write_epoch(&Epoch { index: 0, planes: 2, tiles: &[1; 8], plan: &plan })?;
+    /// sink.finish(2)?;
+    /// assert!(dir.path().join("c/2/0").is_file() && !dir.path().join("zarr.json").exists());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn slab(self, first_plane: u64) -> ZarrSink {
+        ZarrSink {
+            slab: Some(first_plane),
             ..self
         }
     }
@@ -266,6 +303,48 @@ fn claim(
     }
 }
 
+/// The array's own claim `own`, through the pyramid's chain where the
+/// array is a level of one.
+fn chained(link: Option<&ChainLink>, own: Claim) -> Claim {
+    match link {
+        Some(link) => {
+            link.attach(own);
+            let link = link.clone();
+            Box::new(move |planes, claiming| link.claim(planes, claiming))
+        }
+        None => own,
+    }
+}
+
+/// The claim of a slab's sink: it claims nothing (the job's caller writes
+/// the metadata); its last waits until every object closed is stored.
+fn unclaimed(dest: Dest) -> Claim {
+    Box::new(move |_, claiming| match claiming {
+        Claiming::Last => dest
+            .wait_closed()
+            .map_err(|e| store_error(dest.name(), "completing the slab's uploads", e)),
+        Claiming::Row => Ok(()),
+    })
+}
+
+/// The grid of a slab's sink whose first plane is `first_plane` of the
+/// array: its rows counted from the array's first; refused unless the
+/// slab starts a row of files.
+fn slab_grid(
+    grid: ShardGrid,
+    plan: &StreamPlan,
+    first_plane: u64,
+) -> Result<ShardGrid, StreamError> {
+    let row_planes = plan.spec().tile()[0].saturating_mul(grid.depth());
+    if !first_plane.is_multiple_of(row_planes) {
+        return Err(StreamError::Invalid(format!(
+            "a slab of the array starts at a row of {}: plane {first_plane} is not a multiple of {row_planes} (the tile's first extent times the shard's)",
+            if grid.sharded() { "shards" } else { "chunks" }
+        )));
+    }
+    Ok(grid.offset_rows(first_plane / row_planes))
+}
+
 impl ZarrSink {
     /// Opens the array in `dest` and starts its writer: [`Sink::begin`]'s
     /// work once the store is ready.
@@ -301,19 +380,17 @@ impl ZarrSink {
             }
             None => MetadataWriter::new(user, dest.clone(), &self.options, None),
         });
-        claim(&mut array, &dest, user.as_mut(), 0, sync_rows)?;
         let metadata = dest.clone();
-        let own: Claim = Box::new(move |planes, claiming| {
-            let durable = sync_rows || claiming == Claiming::Last;
-            claim(&mut array, &metadata, user.as_mut(), planes, durable)
-        });
         let claim: Claim = match &self.chain {
-            Some(link) => {
-                link.attach(own);
-                let link = link.clone();
-                Box::new(move |planes, claiming| link.claim(planes, claiming))
+            _ if self.slab.is_some() => unclaimed(metadata),
+            chain => {
+                claim(&mut array, &dest, user.as_mut(), 0, sync_rows)?;
+                let own: Claim = Box::new(move |planes, claiming| {
+                    let durable = sync_rows || claiming == Claiming::Last;
+                    claim(&mut array, &metadata, user.as_mut(), planes, durable)
+                });
+                chained(chain.as_ref(), own)
             }
-            None => own,
         };
         let writer = EpochWriter::new(WriterSetup {
             encoder: encoder.clone(),
@@ -343,6 +420,11 @@ impl Sink for ZarrSink {
     /// was made.
     fn begin(&mut self, plan: &StreamPlan, fill: &[u8]) -> Result<(), StreamError> {
         let checked = self.check(plan)?;
+        if let Some(first_plane) = self.slab {
+            let grid = slab_grid(checked.0, plan, first_plane)?;
+            let dest = Dest::unlocked(&self.options.path, &self.options)?;
+            return self.start(plan, fill, dest, (grid, checked.1));
+        }
         let (root, key, own_root) = match &self.within {
             Some((root, key)) => (root.clone(), key.clone(), false),
             None => (StoreRoot::open(&self.options)?, String::new(), true),

@@ -37,7 +37,7 @@ pub use retile_halving::Method;
 pub use retile_ngff::{
     backend_named, check_key, default_axes, groups_of, open_ngff, open_output, pyramid_named,
     resolve_input_order, Acquisition, AcquisitionSettings, ArrayOptions, Axis, Budget, DimRef,
-    NgffOptions, Output, Plate, ResolvedArray, NGFF_VERSION,
+    JobStore, NgffOptions, Output, Plate, ResolvedArray, SlabJob, NGFF_VERSION,
 };
 pub use retile_plan::{
     CodecOn, DType, DeviceCodec, EncodedChunks, Epoch, LevelSummary, MemorySink, NullSink,

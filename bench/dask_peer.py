@@ -1,0 +1,204 @@
+#!/usr/bin/env python3
+"""retile on Dask (issue #30) beside Dask's own writers, in one run, on the
+same LocalCluster of worker processes (127.0.0.1), from the same dask
+array (camera-like u16 frames made by the tasks, in dask chunks that line
+up with no shard), into the same file system:
+
+1. retile.dask.to_zarr vs dask.array.to_zarr into a zarr-python sharded
+   array whose shards are retile's (the dask array rechunked to whole
+   shards first, as zarr-python needs);
+2. the same with a 4-level mean pyramid vs ome-zarr-py's write_image
+   (method local_mean, 4 levels, the same chunks);
+3. retile.rechunk(client=) vs dask.array.from_zarr + rechunk + to_zarr
+   into the same sharded layout;
+4. retile.dask.to_zarr's scaling with WORKERS workers (one thread each).
+
+Each figure is printed beside the peer's and the ratio (peer seconds /
+retile seconds: above 1, retile is faster); every store is read back
+(level 0 compared with the source on the cluster, the levels' shapes
+checked).
+
+    python3 bench/dask_peer.py DIR
+Environment: PLANES=256, SIZE=2048 (frames SIZE x SIZE), TILE=64,256,256,
+SHARD=1,4,4, CODEC=blosc-zstd:1, WORKERS=2,4,8,16 (the comparisons use the
+largest), REPS=1 (best of).
+"""
+import os
+import shutil
+import sys
+import time
+
+import dask
+import dask.array as da
+import distributed
+import numpy as np
+import zarr
+
+import retile
+import retile.dask
+
+work = os.path.abspath(sys.argv[1])
+planes = int(os.environ.get("PLANES", "256"))
+size = int(os.environ.get("SIZE", "2048"))
+tile = tuple(int(t) for t in os.environ.get("TILE", "64,256,256").split(","))
+shard = tuple(int(t) for t in os.environ.get("SHARD", "1,4,4").split(","))
+codec = os.environ.get("CODEC", "blosc-zstd:1")
+workers = [int(w) for w in os.environ.get("WORKERS", "2,4,8,16").split(",")]
+reps = int(os.environ.get("REPS", "1"))
+shape = (planes, size, size)
+shard_shape = tuple(t * k for t, k in zip(tile, shard))
+gb = np.prod(shape) * 2 / 1e9
+
+
+def frames(block, block_info=None):
+    """Camera-like frames: a smooth pattern, its plane index and a little noise."""
+    (z0, _), (y0, y1), (x0, x1) = block_info[None]["array-location"]
+    yy, xx = np.mgrid[y0:y1, x0:x1]
+    base = (200 + 800 * (np.sin(yy / 97.0) * np.cos(xx / 61.0)) ** 2).astype(np.uint16)
+    rng = np.random.default_rng(z0)
+    return np.stack([base + np.uint16(z) + rng.integers(0, 64, base.shape, dtype=np.uint16)
+                     for z in range(z0, z0 + block.shape[0])])
+
+
+def source():
+    # dask chunks of 24 x (size/2 + 8): lined up with no shard
+    chunks = (24, size // 2 + 8, size // 2 + 8)
+    return da.map_blocks(frames, da.empty(shape, chunks=chunks, dtype=np.uint16), dtype=np.uint16)
+
+
+def zarr_codecs():
+    name, _, level = codec.partition(":")
+    level = int(level or 1)
+    if name == "none":
+        return None
+    if name == "zstd":
+        return [zarr.codecs.ZstdCodec(level=level)]
+    if name.startswith("blosc-"):
+        return [zarr.codecs.BloscCodec(cname=name.split("-")[1], clevel=level, shuffle="shuffle")]
+    raise SystemExit(f"CODEC {codec}: use none, zstd:L or blosc-NAME:L")
+
+
+def fresh(name):
+    path = os.path.join(work, name)
+    shutil.rmtree(path, ignore_errors=True)
+    return path
+
+
+def best(f):
+    times = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        f()
+        times.append(time.perf_counter() - t)
+    return min(times)
+
+
+def equal(path, x):
+    """Level 0 at `path` equals x, computed on the cluster."""
+    return bool((da.from_zarr(path) == x).all().compute())
+
+
+def report(what, ours, peer):
+    print(f"{what:52s} retile {ours:7.2f} s ({gb / ours:5.2f} GB/s)  peer {peer:7.2f} s "
+          f"({gb / peer:5.2f} GB/s)  ratio {peer / ours:5.2f}x", flush=True)
+
+
+def compare(client):
+    x = source()
+    out = fresh("retile.zarr")
+    ours = best(lambda: retile.dask.to_zarr(x, out, tile=tile, shard=shard, codec=codec, overwrite=True))
+    assert equal(out, x), "retile's store differs"
+    peer_out = fresh("dask.zarr")
+
+    def peer():
+        shutil.rmtree(peer_out, ignore_errors=True)
+        z = zarr.create_array(peer_out, shape=shape, chunks=tile, shards=shard_shape, dtype="uint16",
+                              compressors=zarr_codecs())
+        da.to_zarr(x.rechunk(shard_shape), z)
+
+    theirs = best(peer)
+    assert equal(peer_out, x), "dask's store differs"
+    report("to_zarr vs dask.array.to_zarr (sharded)", ours, theirs)
+
+    out = fresh("retile-pyramid.zarr")
+    ours = best(lambda: retile.dask.to_zarr(x, out, tile=tile, shard=shard, codec=codec, pyramid="mean",
+                                            levels=4, overwrite=True))
+    group = zarr.open_group(out, mode="r")
+    assert [group[str(k)].shape[1] for k in range(4)] == [-(-size // 2**k) for k in range(4)]
+    assert equal(os.path.join(out, "0"), x), "retile's level 0 differs"
+    peer_out = fresh("ome-zarr-py.zarr")
+
+    def ome():
+        from ome_zarr.scale import Methods
+        from ome_zarr.writer import write_image
+        shutil.rmtree(peer_out, ignore_errors=True)
+        options = dict(chunks=tile)
+        if zarr_codecs():
+            options["compressors"] = zarr_codecs()
+        write_image(x, zarr.open_group(peer_out, mode="w"), scale_factors=[2, 4, 8], method=Methods.LOCAL_MEAN,
+                    axes="tyx", storage_options=options)
+
+    theirs = best(ome)
+    datasets = zarr.open_group(peer_out, mode="r").attrs["ome"]["multiscales"][0]["datasets"]
+    assert len(datasets) == 4, datasets
+    assert equal(os.path.join(peer_out, datasets[0]["path"]), x), "ome-zarr-py's level 0 differs"
+    report("4-level mean pyramid vs ome-zarr-py write_image", ours, theirs)
+
+    src = os.path.join(work, "retile.zarr")
+    new_tile = (tile[0] // 2 or 1, tile[1] * 2, tile[2] * 2)
+    new_shard = (2, max(1, shard[1] // 2), max(1, shard[2] // 2))
+    new_shape = tuple(t * k for t, k in zip(new_tile, new_shard))
+    out = fresh("retile-rechunked.zarr")
+    ours = best(lambda: retile.rechunk(src, out, tile=new_tile, shard=new_shard, codec=codec, client=client,
+                                       overwrite=True))
+    assert equal(out, x), "retile's rechunked store differs"
+    peer_out = fresh("dask-rechunked.zarr")
+
+    def rechunk_peer():
+        shutil.rmtree(peer_out, ignore_errors=True)
+        z = zarr.create_array(peer_out, shape=shape, chunks=new_tile, shards=new_shape, dtype="uint16",
+                              compressors=zarr_codecs())
+        da.to_zarr(da.from_zarr(src).rechunk(new_shape), z)
+
+    theirs = best(rechunk_peer)
+    assert equal(peer_out, x), "dask's rechunked store differs"
+    report("rechunk(client=) vs dask rechunk + to_zarr", ours, theirs)
+
+
+def cluster(n):
+    c = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                 dashboard_address=None, memory_limit=None)
+    return c, distributed.Client(c)
+
+
+def main():
+    os.makedirs(work, exist_ok=True)
+    print(f"{shape} u16 ({gb:.2f} GB), tile {tile}, shard {shard}, codec {codec}, "
+          f"{os.cpu_count()} cores, best of {reps}", flush=True)
+    c, client = cluster(max(workers))
+    print(f"comparisons on {max(workers)} workers x 1 thread", flush=True)
+    try:
+        compare(client)
+    finally:
+        client.close()
+        c.close()
+    first = None
+    for n in workers:
+        c, client = cluster(n)
+        try:
+            x = source()
+            out = fresh("scaling.zarr")
+            seconds = best(lambda: retile.dask.to_zarr(x, out, tile=tile, shard=shard, codec=codec,
+                                                       overwrite=True))
+            assert equal(out, x)
+        finally:
+            client.close()
+            c.close()
+        first = first or seconds
+        print(f"scaling: {n:3d} workers  {seconds:7.2f} s ({gb / seconds:5.2f} GB/s)  "
+              f"speed-up over {workers[0]} workers {first / seconds:5.2f}x", flush=True)
+
+
+if __name__ == "__main__":
+    dask.config.set({"distributed.worker.daemon": True})
+    main()

@@ -1,0 +1,307 @@
+//! One output written by the tasks of a job at once (a Dask cluster's):
+//! the array is cut along its first dimension into slabs of whole rows of
+//! files (of every level's files, where the first dimension is halved too),
+//! each slab streamed by one task into the shards of its rows, and the
+//! metadata written by the job's caller alone ([`SlabJob::begin`] before
+//! any slab, [`JobStore::finish`] once every slab is written), so that the
+//! store never claims a plane that a task has not finished.
+//!
+//! The caller holds the store's lock for the whole job; the tasks write
+//! into the store it made ready without taking the lock (they are part of
+//! the caller's job, and their slabs' files are disjoint). A task writes
+//! every file of its slab whole, so a task that fails or is run again
+//! leaves, once it succeeds, the same files.
+
+use retile_plan::{Sink, StreamError, StreamPlan, StreamSpec};
+use retile_pyramid::{Backend, MultiscaleStream, PyramidOptions};
+use retile_store::{Group, StoreRoot, ZarrOptions, ZarrSink};
+
+use crate::open::{Image, Output};
+
+/// An output to be written in slabs: the whole array's stream, its fill,
+/// what is written, and the pyramid with every choice made (the levels
+/// counted from the whole array), so that every task makes the same levels.
+///
+/// ```
+/// use retile_ngff::{ArrayOptions, SlabJob};
+/// use retile_pyramid::Backend;
+/// use retile_store::ZarrOptions;
+/// let dir = std::env::temp_dir().join(format!("retile-slabs-doc-{}", std::process::id()));
+/// let options = ArrayOptions { shape: vec![6, 4], tile: vec![2, 4], dtype: "u8".into(), ..Default::default() };
+/// let store = ZarrOptions { path: dir.join("a.zarr"), overwrite: true, ..Default::default() };
+/// let job = SlabJob::new(options.resolve(Some(store), Backend::Cpu { threads: 1 })?)?;
+/// assert_eq!(job.slab_planes(), 2);
+/// let store = job.begin()?; // the caller: the store made ready, claiming nothing yet
+/// for first in [4, 0, 2] {  // the tasks, in any order, anywhere
+///     let data: Vec<u8> = (first as u8 * 4..first as u8 * 4 + 8).collect();
+///     job.write_slab(first, &data, Backend::Cpu { threads: 1 })?;
+/// }
+/// store.finish()?;         // the caller again: every plane claimed
+/// let meta: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("a.zarr/zarr.json"))?)?;
+/// assert_eq!(meta["shape"], serde_json::json!([6, 4]));
+/// # std::fs::remove_dir_all(&dir).ok();
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct SlabJob {
+    spec: StreamSpec,
+    fill: Vec<u8>,
+    zarr: ZarrOptions,
+    output: Output,
+    /// The pyramid resolved (one level without one).
+    pyramid: PyramidOptions,
+    /// Each level's whole stream.
+    levels: Vec<StreamSpec>,
+    /// Whether each level halves the first dimension.
+    halves_first: bool,
+}
+
+impl SlabJob {
+    /// The job of writing `array` (a bounded array with a store) in slabs.
+    pub fn new(array: crate::options::ResolvedArray) -> Result<SlabJob, StreamError> {
+        let crate::options::ResolvedArray { spec, fill, output } = array;
+        let Some(zarr) = output.zarr.clone() else {
+            return Err(StreamError::Invalid(
+                "an array written in slabs is written to a store: give its output".into(),
+            ));
+        };
+        if spec.is_unbounded() {
+            return Err(StreamError::Invalid(
+                "an array written in slabs has a known first extent (its shape's first entry is 0)"
+                    .into(),
+            ));
+        }
+        let pyramid = match image_of(&output, &spec, &zarr)? {
+            Some(image) => image.pyramid,
+            None => PyramidOptions {
+                levels: Some(1),
+                ..Default::default()
+            },
+        };
+        let levels = pyramid.level_specs(&spec)?;
+        let pyramid = PyramidOptions {
+            levels: Some(levels.len()),
+            ..pyramid
+        };
+        let halves_first = pyramid.halved(&spec)?.first().copied().unwrap_or(false);
+        Ok(SlabJob {
+            spec,
+            fill,
+            zarr,
+            output,
+            pyramid,
+            levels,
+            halves_first,
+        })
+    }
+
+    /// The planes a slab starts at a multiple of: a row of files (the
+    /// tile's first extent times the shard's), times `2^(levels-1)` where
+    /// each level halves the first dimension, so that every level's slab
+    /// starts a row of its files too.
+    pub fn slab_planes(&self) -> u64 {
+        let shard = self.zarr.shard.as_ref().and_then(|s| s.first().copied());
+        let row = self.spec.tile()[0].saturating_mul(shard.unwrap_or(1));
+        match self.halves_first {
+            true => row.saturating_mul(1 << (self.levels.len() - 1).min(62)),
+            false => row,
+        }
+    }
+
+    /// The array's element type.
+    pub fn dtype(&self) -> retile_plan::DType {
+        self.spec.dtype()
+    }
+
+    /// The whole array's shape.
+    pub fn shape(&self) -> &[u64] {
+        self.spec.shape()
+    }
+
+    /// Each level's shape, level 0 first.
+    pub fn level_shapes(&self) -> Vec<Vec<u64>> {
+        self.levels.iter().map(|s| s.shape().to_vec()).collect()
+    }
+
+    /// The bytes of one plane of level 0.
+    pub fn plane_bytes(&self) -> u64 {
+        let plane: u64 = self.spec.shape()[1..].iter().product();
+        plane.saturating_mul(self.spec.dtype().size() as u64)
+    }
+
+    /// Bytes of memory a slab's stream holds besides its input: every
+    /// level's epoch buffers and what passes between levels.
+    pub fn stream_memory(&self) -> Result<u64, StreamError> {
+        self.pyramid.memory_bytes(&self.slab_spec()?)
+    }
+
+    /// The caller's start: the store made ready and locked (new, or
+    /// overwritten where its options allow), every level's array made
+    /// with a first extent of 0 (and an image's group after them). Nothing
+    /// is claimed until [`JobStore::finish`]; dropped unfinished, the store
+    /// claims nothing and is unlocked.
+    pub fn begin(&self) -> Result<JobStore, StreamError> {
+        // the caller writes metadata alone: one writer thread per level
+        let zarr = ZarrOptions {
+            writers: Some(1),
+            ..self.zarr.clone()
+        };
+        match image_of(&self.output, &self.spec, &zarr)? {
+            Some(image) => {
+                let group = Group::create(&zarr)?;
+                let begun = self.begin_levels(|k| image.level_sink(&group, &zarr, k));
+                let begun = begun.and_then(|store| image.put_group(&group, &zarr).map(|()| store));
+                if begun.is_err() {
+                    group.root().abandon();
+                }
+                begun
+            }
+            None => {
+                let root = StoreRoot::open(&zarr)?;
+                let begun = self.begin_levels(|_| ZarrSink::in_root(&root, "", zarr.clone()));
+                if begun.is_err() {
+                    root.abandon();
+                }
+                begun
+            }
+        }
+    }
+
+    /// Begins the sink of every level, each made by `sink`.
+    fn begin_levels(
+        &self,
+        mut sink: impl FnMut(usize) -> ZarrSink,
+    ) -> Result<JobStore, StreamError> {
+        let mut levels = Vec::with_capacity(self.levels.len());
+        for (k, spec) in self.levels.iter().enumerate() {
+            let mut level = sink(k);
+            level.begin(&StreamPlan::new(spec)?, &self.fill)?;
+            levels.push((level, spec.shape()[0]));
+        }
+        Ok(JobStore { levels })
+    }
+
+    /// A task's work: `data` (whole planes, C order, native byte order)
+    /// as planes `first_plane..` of the array, with every level's matching
+    /// planes, written into the store the caller made ready. Refused
+    /// unless the slab starts at a multiple of [`SlabJob::slab_planes`]
+    /// and ends at one or at the array's end. Returns the slab's summary.
+    pub fn write_slab(
+        &self,
+        first_plane: u64,
+        data: &[u8],
+        backend: Backend,
+    ) -> Result<retile_plan::Summary, StreamError> {
+        let plane = self.plane_bytes().max(1);
+        if !(data.len() as u64).is_multiple_of(plane) {
+            return Err(StreamError::Invalid(format!(
+                "a slab is whole planes of {plane} bytes; {} bytes were given",
+                data.len()
+            )));
+        }
+        let mut stream = self.open_slab(first_plane, data.len() as u64 / plane, backend)?;
+        stream.append(data)?;
+        stream.finish()
+    }
+
+    /// A task's stream of `planes` planes from `first_plane` on, for the
+    /// task to append them to and finish (in pieces, where its input comes
+    /// in pieces); checked as [`SlabJob::write_slab`] says.
+    pub fn open_slab(
+        &self,
+        first_plane: u64,
+        planes: u64,
+        backend: Backend,
+    ) -> Result<MultiscaleStream, StreamError> {
+        self.check_slab(first_plane, planes)?;
+        let spec = self.slab_spec()?;
+        let first_of = |k: usize| match self.halves_first {
+            true => first_plane >> k,
+            false => first_plane,
+        };
+        let image = image_of(&self.output, &self.spec, &self.zarr)?;
+        MultiscaleStream::new(spec, &self.fill, backend, &self.pyramid, |k, _| {
+            let options = match &image {
+                Some(image) => image.slab_options(&self.zarr, k),
+                None => ZarrOptions {
+                    user: None,
+                    ..self.zarr.clone()
+                },
+            };
+            Ok(Box::new(ZarrSink::new(options).slab(first_of(k))))
+        })
+    }
+
+    /// The stream of one slab: the array's, unbounded (a slab's levels are
+    /// counted from the whole array, not from the slab).
+    fn slab_spec(&self) -> Result<StreamSpec, StreamError> {
+        let mut shape = self.spec.shape().to_vec();
+        shape[0] = 0;
+        StreamSpec::new(self.spec.dtype(), shape, self.spec.tile().to_vec())?
+            .with_epoch_buffers(self.spec.epoch_buffers())
+    }
+
+    /// Refuses a slab that does not start (and end, unless at the array's
+    /// end) at a multiple of [`SlabJob::slab_planes`], or goes beyond the
+    /// array.
+    fn check_slab(&self, first: u64, planes: u64) -> Result<(), StreamError> {
+        let (unit, total) = (self.slab_planes(), self.spec.shape()[0]);
+        let end = first.saturating_add(planes);
+        if planes == 0 || end > total {
+            return Err(StreamError::Invalid(format!(
+                "a slab of planes {first}..{end} is not a non-empty part of the array's {total} planes"
+            )));
+        }
+        if !first.is_multiple_of(unit) || (!end.is_multiple_of(unit) && end != total) {
+            return Err(StreamError::Invalid(format!(
+                "a slab starts and ends at a multiple of {unit} planes (a row of shards of every level), or at the array's end ({total}); planes {first}..{end} do not"
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// The image `output` describes, if it is one (a pyramid, or OME-Zarr
+/// metadata asked for).
+fn image_of(
+    output: &Output,
+    spec: &StreamSpec,
+    zarr: &ZarrOptions,
+) -> Result<Option<Image>, StreamError> {
+    if output.pyramid.is_none() && output.ngff.is_none() {
+        return Ok(None);
+    }
+    let one_level = PyramidOptions {
+        levels: Some(1),
+        ..Default::default()
+    };
+    let pyramid = output.pyramid.as_ref().unwrap_or(&one_level);
+    let ngff = output.ngff.clone().unwrap_or_default();
+    Image::describe(spec, zarr, pyramid, &ngff).map(Some)
+}
+
+/// The store of a job, held by its caller: locked, every level's array
+/// made, nothing claimed until [`JobStore::finish`].
+pub struct JobStore {
+    /// Each level's sink (writing only metadata) and its whole extent.
+    levels: Vec<(ZarrSink, u64)>,
+}
+
+impl JobStore {
+    /// Claims every plane of every level, level 0 first, once every slab
+    /// is written (the caller's last step); the store is unlocked after.
+    pub fn finish(mut self) -> Result<(), StreamError> {
+        for (sink, planes) in &mut self.levels {
+            sink.finish(*planes)?;
+        }
+        Ok(())
+    }
+}
+
+impl std::fmt::Debug for JobStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JobStore")
+            .field("levels", &self.levels.len())
+            .finish()
+    }
+}

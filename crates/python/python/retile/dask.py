@@ -1,0 +1,226 @@
+"""retile on Dask: an array written by the tasks of whatever Dask scheduler
+is active (a ``dask.distributed.Client``, or the local threaded one).
+
+``to_zarr(x, output, tile=..., ...)`` writes ``x`` (a ``dask.array.Array``;
+a numpy array, or any object with ``shape``, ``dtype`` and slicing, is cut
+up by retile) as ``retile.Stream`` writes one array, with the same keyword
+arguments. The array is cut along its first dimension into slabs of whole
+shard rows (of every pyramid level: where a level halves the first
+dimension too, a slab is a multiple of ``2**(levels-1)`` rows), the dask
+array is realigned to those slabs whatever its chunks are, and each task
+streams its slab through retile's engine in its worker, the GIL released,
+writing every level's shards for it. The caller makes the store ready
+(locking it) before any task runs and writes the metadata claiming the
+array only once every task has succeeded: until then, and after a failure,
+the store claims no plane. A task that fails, or runs again after its
+worker died, rewrites its own shards whole, so retries leave the same
+store.
+
+Needs the ``dask`` extra: ``pip install 'retile[dask]'`` (``dask[array]``
+and ``distributed``).
+
+Example::
+
+    >>> import dask.array as da, numpy as np, retile.dask, tempfile, os, zarr
+    >>> x = da.arange(64 * 32, dtype="uint16").reshape(64, 32).rechunk((10, 7))
+    >>> out = os.path.join(tempfile.mkdtemp(), "x.zarr")
+    >>> retile.dask.to_zarr(x, out, tile=(8, 16), shard=(2, 2))["planes"]
+    64
+    >>> bool((zarr.open_array(out)[:] == x.compute()).all())
+    True
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+
+try:
+    import dask
+    import dask.array as da
+except ImportError as e:  # pragma: no cover - exercised without the extra
+    raise ImportError(
+        "retile.dask needs Dask: install retile's dask extra, pip install 'retile[dask]' "
+        "(dask[array] and distributed)"
+    ) from e
+
+import numpy as np
+
+from ._retile import _SlabJob
+
+__all__ = ["to_zarr"]
+
+#: About this many bytes of level 0 go in one task's slab, unless fewer
+#: slabs than the scheduler's threads would result.
+SLAB_BYTES = 128 << 20
+
+# the keyword arguments of retile.Stream that describe the array
+_ARRAY_KEYS = (
+    "shard", "codec", "fill", "dim_names", "shuffle", "writers", "buffered_io", "pyramid",
+    "levels", "downsample", "ngff", "dim_types", "units", "scale", "codec_on", "sync",
+    "attributes",
+)
+
+
+def _client():
+    """The ``distributed`` client of the active scheduler, or ``None``
+    (a local one: threads, processes, synchronous)."""
+    try:
+        from distributed import Client
+    except ImportError:
+        return None
+    scheduler = dask.base.get_scheduler()
+    client = getattr(scheduler, "__self__", None)
+    return client if isinstance(client, Client) else None
+
+
+def _parallelism(client) -> int:
+    """Threads that run tasks at once: the cluster's, or this machine's."""
+    if client is not None:
+        threads = sum(client.nthreads().values())
+        if threads:
+            return threads
+    return os.cpu_count() or 1
+
+
+def _slab_bounds(total: int, unit: int, unit_bytes: int, parallelism: int) -> list[tuple[int, int]]:
+    """Slabs of whole units of ``unit`` planes covering ``total`` planes:
+    about ``SLAB_BYTES`` each, but at least one per thread where the units
+    allow."""
+    units = max(1, math.ceil(total / unit))
+    by_bytes = max(1, SLAB_BYTES // max(1, unit_bytes))
+    per_slab = max(1, min(by_bytes, math.ceil(units / parallelism)))
+    step = per_slab * unit
+    return [(start, min(start + step, total)) for start in range(0, total, step)]
+
+
+def _write_slab(output, options, store, first, block):
+    """A task: one slab written by retile in this worker (the GIL released)."""
+    job = _SlabJob(output, options, **store)
+    return job.write_slab(first, np.ascontiguousarray(block))
+
+
+def _combined(summaries, job, seconds):
+    """The summary of a job: its slabs' summaries added up."""
+    add = lambda key: sum(s[key] for s in summaries)  # noqa: E731
+    levels = [
+        {
+            "shape": list(shape),
+            "stored_bytes": sum(s["levels"][k]["stored_bytes"] for s in summaries),
+            "files": sum(s["levels"][k]["files"] for s in summaries),
+        }
+        for k, shape in enumerate(job.level_shapes)
+    ]
+    total = add("bytes")
+    return {
+        "planes": job.shape[0],
+        "bytes": total,
+        "slabs": len(summaries),
+        "tiles": add("tiles"),
+        "stored_bytes": add("stored_bytes"),
+        "files": add("files"),
+        "omitted_chunks": add("omitted_chunks"),
+        "uploaded_bytes": add("uploaded_bytes"),
+        "requests": add("requests"),
+        "seconds": seconds,
+        "gigabytes_per_second": total / max(seconds, 1e-9) / 1e9,
+        "levels": levels,
+    }
+
+
+def _run(job, tasks, client, retries):
+    """Runs ``tasks`` (delayed objects) on the scheduler, the store begun
+    before and finished after every task succeeded (closed, claiming
+    nothing, if any failed)."""
+    started = time.perf_counter()
+    job.begin()
+    try:
+        if client is not None:
+            summaries = client.gather(client.compute(tasks, retries=retries))
+        else:
+            summaries = dask.compute(*tasks)
+    except BaseException:
+        job.close()
+        raise
+    job.finish()
+    return _combined(list(summaries), job, time.perf_counter() - started)
+
+
+def to_zarr(x, output, *, tile, overwrite=False, threads=0, allow_http=False,
+            retry_seconds=120.0, s3_config=None, retries=2, **array):
+    """Writes ``x`` at ``output`` (a directory or ``s3://BUCKET/PREFIX``) on
+    the active Dask scheduler, as ``retile.Stream(output, shape=x.shape,
+    dtype=x.dtype, tile=tile, **array)`` would write it (``shard``,
+    ``codec``, ``fill``, ``pyramid``, ``levels``, ``downsample``, ``ngff``,
+    ``dim_names``, ``dim_types``, ``units``, ``scale``, ``attributes``, ...
+    mean what they mean there); returns the summary (planes, bytes, slabs,
+    stored bytes, files, seconds, each level's shape and bytes).
+
+    ``threads`` tiles each slab with that many threads (0: every core of its
+    worker); ``retries``: how often a failed task is run again on a
+    ``distributed`` cluster (a task whose worker died is run again by the
+    scheduler anyway). A failure raises the task's error; the store then
+    claims no plane and is unlocked.
+    """
+    unknown = sorted(set(array) - set(_ARRAY_KEYS))
+    if unknown:
+        raise TypeError(f"to_zarr() got unexpected keyword arguments {unknown}; it takes "
+                        f"tile and {', '.join(_ARRAY_KEYS)} as retile.Stream does")
+    shape = tuple(int(n) for n in x.shape)
+    if not shape or shape[0] == 0:
+        raise ValueError(f"to_zarr writes arrays of 1 or more dimensions with planes; x's shape is {shape}")
+    options = {"shape": list(shape), "tile": list(tile), "dtype": np.dtype(x.dtype).name}
+    options.update({k: (list(v) if isinstance(v, tuple) else v)
+                    for k, v in array.items() if v is not None})
+    store = dict(threads=threads, allow_http=allow_http, retry_seconds=retry_seconds,
+                 s3_config=s3_config)
+    job = _SlabJob(output, options, overwrite=overwrite, **store)
+    client = _client()
+    plane_bytes = math.prod(shape[1:]) * np.dtype(x.dtype).itemsize
+    bounds = _slab_bounds(shape[0], job.slab_planes, job.slab_planes * plane_bytes,
+                          _parallelism(client))
+    chunks = (tuple(end - start for start, end in bounds),) + tuple((n,) for n in shape[1:])
+    if isinstance(x, da.Array):
+        x = x.rechunk(chunks)
+    else:
+        x = da.from_array(x, chunks=chunks)
+    write = dask.delayed(_write_slab, pure=False)
+    tasks = [write(output, options, store, start, block)
+             for (start, _), block in zip(bounds, x.to_delayed().ravel())]
+    return _run(job, tasks, client, retries)
+
+
+def _copy_slab(src, dst, rechunk, first, planes):
+    """A task: planes ``first..first+planes`` of ``src`` re-tiled into ``dst``."""
+    job = _SlabJob.rechunk(src, dst, **rechunk)
+    return job.copy_slab(first, planes)
+
+
+def rechunk(src, dst, tile, *, client, memory=None, retries=2, **rechunk_args):
+    """``retile.rechunk(src, dst, tile, ..., client=client)``: the re-tiling
+    run by the tasks of ``client``'s cluster, each a slab of whole shard
+    rows read from the source in slabs of whole source chunks. ``memory``
+    is what one worker may use: each of its threads' tasks gets an equal
+    part of it (a part too small for the new array's buffers and two slabs
+    of source chunks is refused before anything is written, with a
+    ``MemoryError`` naming the figures)."""
+    try:
+        from distributed import Client
+    except ImportError as e:  # pragma: no cover - exercised without the extra
+        raise ImportError("rechunk(client=) needs distributed: pip install 'retile[dask]'") from e
+    if not isinstance(client, Client):
+        raise TypeError(f"client= takes a dask.distributed.Client, not {type(client).__name__}")
+    threads_per_worker = max(client.nthreads().values(), default=1)
+    per_task = None if memory is None else int(memory) // max(1, threads_per_worker)
+    args = dict(tile=list(tile), memory=per_task, **rechunk_args)
+    job = _SlabJob.rechunk(src, dst, **args)
+    job.check_memory()
+    args.pop("overwrite", None)
+    shape = job.shape
+    plane_bytes = job.plane_bytes
+    bounds = _slab_bounds(shape[0], job.slab_planes, job.slab_planes * plane_bytes,
+                          _parallelism(client))
+    copy = dask.delayed(_copy_slab, pure=False)
+    tasks = [copy(str(src), str(dst), args, start, end - start) for start, end in bounds]
+    return _run(job, tasks, client, retries)

@@ -1,0 +1,283 @@
+//! `retile._retile._SlabJob`: one array written in slabs by the tasks of a
+//! Dask job (`retile.dask`), the caller making the store ready and claiming
+//! it, each task writing its slab with the GIL released.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use retile_rechunk::{read_depth, rechunk_slab, slab_job, Rechunk, ZarrSource};
+use retile_stream::{ArrayOptions, Backend, JobStore, S3Options, SlabJob, ZarrOptions};
+
+use crate::error::stream_err;
+use crate::rechunk::{rechunk_err, NewArray};
+use crate::stream::{check_format, summary_dict, HeldBuffer};
+
+/// The S3 settings of `allow_http`, `retry_seconds` and `s3_config`.
+fn s3_options(
+    allow_http: bool,
+    retry_seconds: f64,
+    s3_config: Option<BTreeMap<String, String>>,
+) -> PyResult<S3Options> {
+    Ok(S3Options {
+        allow_http,
+        retry_timeout: Duration::try_from_secs_f64(retry_seconds).map_err(|_| {
+            PyValueError::new_err(format!(
+                "retry_seconds takes a number of seconds, not {retry_seconds}"
+            ))
+        })?,
+        config: s3_config.unwrap_or_default().into_iter().collect(),
+        ..Default::default()
+    })
+}
+
+/// What a job's slabs are made from: planes given by the task, or read
+/// from a Zarr array being re-tiled.
+enum Input {
+    Given,
+    Source(Box<SourceJob>),
+}
+
+/// A re-tiling's source and job.
+struct SourceJob {
+    source: ZarrSource,
+    job: Rechunk,
+}
+
+/// One array written in slabs of whole shard rows (of every level) by the
+/// tasks of a job. The caller makes one, calls ``begin()`` (the store made
+/// ready and locked, nothing claimed), has the tasks each make their own
+/// (same arguments) and call ``write_slab`` (or ``copy_slab`` for a
+/// re-tiling), then calls ``finish()`` (every level claimed, the store
+/// unlocked) or ``close()`` (nothing claimed, the store unlocked). Private:
+/// ``retile.dask`` is its user.
+#[pyclass(module = "retile._retile", name = "_SlabJob", frozen)]
+pub struct PySlabJob {
+    job: SlabJob,
+    input: Input,
+    threads: usize,
+    store: Mutex<Option<JobStore>>,
+}
+
+#[pymethods]
+impl PySlabJob {
+    /// The job of writing an array described by `options` (the keyword
+    /// arguments of ``retile.Stream``: shape, tile, dtype, shard, codec,
+    /// pyramid, ngff, dim_names, ...) at `output`.
+    #[new]
+    #[pyo3(signature = (output, options, overwrite=false, threads=0, allow_http=false, retry_seconds=120.0, s3_config=None))]
+    fn new(
+        output: PathBuf,
+        options: &Bound<'_, PyDict>,
+        overwrite: bool,
+        threads: usize,
+        allow_http: bool,
+        retry_seconds: f64,
+        s3_config: Option<BTreeMap<String, String>>,
+    ) -> PyResult<PySlabJob> {
+        let options: ArrayOptions = crate::acquire::read("to_zarr", options)?;
+        let store = ZarrOptions {
+            path: output,
+            overwrite,
+            s3: s3_options(allow_http, retry_seconds, s3_config)?,
+            ..Default::default()
+        };
+        let resolved = options
+            .resolve(Some(store), Backend::Cpu { threads })
+            .map_err(stream_err)?;
+        Ok(PySlabJob {
+            job: SlabJob::new(resolved).map_err(stream_err)?,
+            input: Input::Given,
+            threads,
+            store: Mutex::new(None),
+        })
+    }
+
+    /// The job of re-tiling the Zarr array at `src` into `dst`, as
+    /// ``retile.rechunk`` takes them; `memory` bounds each task's bytes.
+    #[staticmethod]
+    #[pyo3(signature = (src, dst, tile, shard=None, codec="none", pyramid=None, levels=None, downsample=None, memory=None, overwrite=false, threads=0, allow_http=false, s3_config=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn rechunk(
+        src: PathBuf,
+        dst: PathBuf,
+        tile: Vec<u64>,
+        shard: Option<Vec<u64>>,
+        codec: &str,
+        pyramid: Option<&str>,
+        levels: Option<usize>,
+        downsample: Option<Vec<bool>>,
+        memory: Option<u64>,
+        overwrite: bool,
+        threads: usize,
+        allow_http: bool,
+        s3_config: Option<BTreeMap<String, String>>,
+    ) -> PyResult<PySlabJob> {
+        let s3 = s3_options(allow_http, 120.0, s3_config)?;
+        let source = ZarrSource::open(&src, &s3).map_err(rechunk_err)?;
+        let job = NewArray {
+            dst,
+            tile,
+            shard,
+            codec,
+            pyramid,
+            levels,
+            downsample,
+            memory,
+            overwrite,
+            threads,
+        }
+        .job(s3)?;
+        Ok(PySlabJob {
+            job: slab_job(&source, &job).map_err(rechunk_err)?,
+            input: Input::Source(Box::new(SourceJob { source, job })),
+            threads,
+            store: Mutex::new(None),
+        })
+    }
+
+    /// Slabs start (and end, but at the array's end) at multiples of this
+    /// many planes.
+    #[getter]
+    fn slab_planes(&self) -> u64 {
+        self.job.slab_planes()
+    }
+
+    /// The whole array's shape.
+    #[getter]
+    fn shape(&self) -> Vec<u64> {
+        self.job.shape().to_vec()
+    }
+
+    /// Every level's shape, level 0 first.
+    #[getter]
+    fn level_shapes(&self) -> Vec<Vec<u64>> {
+        self.job.level_shapes()
+    }
+
+    /// The bytes of one plane of level 0.
+    #[getter]
+    fn plane_bytes(&self) -> u64 {
+        self.job.plane_bytes()
+    }
+
+    /// Refuses a re-tiling whose memory cannot hold a task's stream and
+    /// two slabs of the source's chunks (a `MemoryError` naming the
+    /// figures); nothing to check for a job of given planes.
+    fn check_memory(&self) -> PyResult<()> {
+        match &self.input {
+            Input::Given => Ok(()),
+            Input::Source(s) => read_depth(&s.source, &s.job).map(drop).map_err(rechunk_err),
+        }
+    }
+
+    /// Bytes one slab's stream holds besides its input.
+    #[getter]
+    fn stream_memory(&self) -> PyResult<u64> {
+        self.job.stream_memory().map_err(stream_err)
+    }
+
+    /// The caller's start: the store made ready and locked, claiming
+    /// nothing.
+    fn begin(&self, py: Python<'_>) -> PyResult<()> {
+        let mut store = self.store.lock().map_err(|_| poisoned())?;
+        if store.is_some() {
+            return Err(PyRuntimeError::new_err("the job was begun already"));
+        }
+        *store = Some(py.allow_threads(|| self.job.begin()).map_err(stream_err)?);
+        Ok(())
+    }
+
+    /// The caller's end, once every slab is written: every level claimed
+    /// whole, the store unlocked.
+    fn finish(&self, py: Python<'_>) -> PyResult<()> {
+        let store = self.store.lock().map_err(|_| poisoned())?.take();
+        let Some(store) = store else {
+            return Err(PyRuntimeError::new_err(
+                "finish() ends a job that begin() started",
+            ));
+        };
+        py.allow_threads(|| store.finish()).map_err(stream_err)
+    }
+
+    /// The caller's end of a failed job: nothing claimed, the store
+    /// unlocked (a no-op when not begun).
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        let store = self.store.lock().map_err(|_| poisoned())?.take();
+        py.allow_threads(move || drop(store));
+        Ok(())
+    }
+
+    /// A task's work: `data` (a C-contiguous buffer of whole planes of the
+    /// array's dtype) as planes `first_plane..` of the array and every
+    /// level, written with the GIL released; returns the slab's summary.
+    fn write_slab<'py>(
+        &self,
+        py: Python<'py>,
+        first_plane: u64,
+        data: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let held = HeldBuffer::get(data)?;
+        if !held.is_c_contiguous() {
+            return Err(PyValueError::new_err(
+                "a slab is a C-contiguous buffer: pass numpy.ascontiguousarray(data)",
+            ));
+        }
+        let (addr, len, itemsize) = held.extent();
+        check_format(&held.format(), itemsize, self.job_dtype())?;
+        let backend = Backend::Cpu {
+            threads: self.threads,
+        };
+        let summary = py.allow_threads(move || {
+            let data: &[u8] = match len {
+                0 => &[],
+                // SAFETY: the buffer is held (and so kept alive and unresized) by `held`
+                // until after this closure returns; it is `len` readable bytes at `addr`.
+                _ => unsafe { std::slice::from_raw_parts(addr as *const u8, len) },
+            };
+            self.job.write_slab(first_plane, data, backend)
+        });
+        drop(held);
+        summary_dict(py, &summary.map_err(stream_err)?)
+    }
+
+    /// A re-tiling task's work: planes `first_plane..first_plane+planes`
+    /// of the source read and written, with the GIL released.
+    fn copy_slab<'py>(
+        &self,
+        py: Python<'py>,
+        first_plane: u64,
+        planes: u64,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let Input::Source(s) = &self.input else {
+            return Err(PyValueError::new_err(
+                "copy_slab re-tiles a source: make the job with _SlabJob.rechunk",
+            ));
+        };
+        let end = first_plane.saturating_add(planes);
+        let summary = py
+            .allow_threads(|| rechunk_slab(&s.source, &s.job, &self.job, first_plane..end, |_| {}))
+            .map_err(rechunk_err)?;
+        summary_dict(py, &summary)
+    }
+}
+
+impl PySlabJob {
+    /// The array's element type.
+    fn job_dtype(&self) -> retile_stream::DType {
+        self.job.dtype()
+    }
+}
+
+fn poisoned() -> PyErr {
+    PyRuntimeError::new_err("the job's store was left in an unknown state by a failed call")
+}
+
+/// Adds `_SlabJob` to the module.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PySlabJob>()
+}

@@ -1,0 +1,186 @@
+//! An output written in slabs, in any order, is the store one stream
+//! writes: the same files, the same metadata byte for byte, and every
+//! level's elements equal as zarrs reads them (a shard's inner chunks may
+//! lie in another order: writers append them as they finish). Random
+//! arrays of rank 2 to 5, with and without shards, codecs and pyramids (the
+//! first dimension halved or not).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use proptest::prelude::*;
+use retile_ngff::{open_output, ArrayOptions, SlabJob};
+use retile_pyramid::Backend;
+use retile_rechunk::ZarrSource;
+use retile_store::ZarrOptions;
+
+/// Every file under `dir` (the lock aside) by its path inside it.
+fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut todo = vec![dir.to_owned()];
+    while let Some(d) = todo.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                todo.push(path);
+            } else {
+                let name = path.strip_prefix(dir).unwrap().display().to_string();
+                out.insert(name, std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    out
+}
+
+#[derive(Debug, Clone)]
+struct Case {
+    shape: Vec<u64>,
+    tile: Vec<u64>,
+    shard: Option<Vec<u64>>,
+    codec: &'static str,
+    pyramid: Option<(usize, bool)>,
+    order: u64,
+}
+
+fn case() -> impl Strategy<Value = Case> {
+    (2usize..=5).prop_flat_map(|rank| {
+        (
+            (1u64..40, prop::collection::vec(1u64..9, rank - 1)),
+            prop::collection::vec(1u64..4, rank),
+            prop::option::of(prop::collection::vec(1u64..3, rank)),
+            prop::sample::select(vec!["none", "zstd:1"]),
+            prop::option::of((2usize..4, any::<bool>())),
+            any::<u64>(),
+        )
+            .prop_map(|((first, rest), tile, shard, codec, pyramid, order)| Case {
+                shape: std::iter::once(first).chain(rest).collect(),
+                tile,
+                shard,
+                codec,
+                pyramid,
+                order,
+            })
+    })
+}
+
+fn options(c: &Case) -> ArrayOptions {
+    let rank = c.shape.len();
+    ArrayOptions {
+        shape: c.shape.clone(),
+        tile: c.tile.clone(),
+        dtype: "u16".into(),
+        shard: c.shard.clone(),
+        codec: Some(c.codec.into()),
+        writers: Some(2),
+        pyramid: c.pyramid.map(|_| "mean".into()),
+        levels: c.pyramid.map(|(levels, _)| levels),
+        downsample: c
+            .pyramid
+            .map(|(_, first)| (0..rank).map(|d| d > 0 || first).collect()),
+        ..Default::default()
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+    #[test]
+    fn slabs_in_any_order_write_the_store_one_stream_writes(c in case()) {
+        let dir = tempfile::tempdir().unwrap();
+        let backend = Backend::Cpu { threads: 1 };
+        let store = |name: &str| ZarrOptions { path: dir.path().join(name), ..Default::default() };
+        let plane: u64 = c.shape[1..].iter().product();
+        let data: Vec<u8> = (0..c.shape[0] * plane)
+            .flat_map(|i| ((i * 7919 % 65521) as u16).to_ne_bytes())
+            .collect();
+        // one stream
+        let whole = match options(&c).resolve(Some(store("stream.zarr")), backend) {
+            Ok(whole) => whole,
+            Err(e) => return Err(TestCaseError::reject(e.to_string())),
+        };
+        let mut stream = match open_output(whole.spec.clone(), &whole.fill, backend, &whole.output) {
+            Ok(stream) => stream,
+            // a pyramid the extents cannot make is refused alike below
+            Err(e) => {
+                let slabs = options(&c).resolve(Some(store("slabs.zarr")), backend).unwrap();
+                prop_assert!(SlabJob::new(slabs).is_err(), "{e}");
+                return Ok(());
+            }
+        };
+        stream.append(&data).unwrap();
+        stream.finish().unwrap();
+        // slabs, in a shuffled order
+        let job = SlabJob::new(options(&c).resolve(Some(store("slabs.zarr")), backend).unwrap()).unwrap();
+        let unit = job.slab_planes();
+        let begun = job.begin().unwrap();
+        let mut starts: Vec<u64> = (0..c.shape[0]).step_by(unit as usize).collect();
+        let n = starts.len();
+        for i in 0..n {
+            starts.swap(i, (c.order.wrapping_mul(i as u64 + 1) % n as u64) as usize);
+        }
+        let bytes = (plane * 2) as usize;
+        for first in starts {
+            let end = (first + unit).min(c.shape[0]);
+            job.write_slab(first, &data[first as usize * bytes..end as usize * bytes], backend).unwrap();
+        }
+        begun.finish().unwrap();
+        let (ours, theirs) = (files(&dir.path().join("slabs.zarr")), files(&dir.path().join("stream.zarr")));
+        prop_assert_eq!(ours.keys().collect::<Vec<_>>(), theirs.keys().collect::<Vec<_>>());
+        for (name, bytes) in ours.iter().filter(|(name, _)| name.ends_with("zarr.json")) {
+            prop_assert!(bytes == &theirs[name], "{} differs", name);
+        }
+        for k in 0..job.level_shapes().len() {
+            let level = |name: &str| match c.pyramid {
+                Some(_) => dir.path().join(name).join(k.to_string()),
+                None => dir.path().join(name),
+            };
+            let read = |name: &str| {
+                let source = ZarrSource::open(&level(name), &Default::default()).unwrap();
+                source.read(0..source.shape()[0]).unwrap()
+            };
+            prop_assert!(read("slabs.zarr") == read("stream.zarr"), "level {} differs", k);
+        }
+    }
+}
+
+#[test]
+fn a_slab_that_does_not_start_a_row_of_every_level_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = ArrayOptions {
+        shape: vec![20, 4],
+        tile: vec![2, 4],
+        dtype: "u8".into(),
+        shard: Some(vec![2, 1]),
+        pyramid: Some("mean".into()),
+        levels: Some(3),
+        downsample: Some(vec![true, true]),
+        ..Default::default()
+    };
+    let store = ZarrOptions {
+        path: dir.path().join("a.zarr"),
+        ..Default::default()
+    };
+    let job = SlabJob::new(
+        options
+            .resolve(Some(store), Backend::Cpu { threads: 1 })
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(job.slab_planes(), 16);
+    let begun = job.begin().unwrap();
+    let err = job
+        .write_slab(8, &[0; 32], Backend::Cpu { threads: 1 })
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("multiple of 16 planes"), "{err}");
+    let err = job
+        .write_slab(16, &[0; 3], Backend::Cpu { threads: 1 })
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("whole planes"), "{err}");
+    drop(begun);
+    // dropped unfinished: level 0 claims nothing
+    let level0 = ZarrSource::open(&dir.path().join("a.zarr/0"), &Default::default()).unwrap();
+    assert_eq!(level0.shape(), [0, 4]);
+    assert!(!dir.path().join("a.zarr/.retile.lock").exists());
+}
