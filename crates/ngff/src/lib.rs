@@ -36,6 +36,7 @@ mod metadata;
 mod open;
 mod options;
 mod plate;
+mod resume;
 
 pub use acquisition::{Acquisition, AcquisitionSettings};
 pub use budget::Budget;
@@ -44,3 +45,4 @@ pub use metadata::{default_axes, Axis, NgffOptions, NGFF_VERSION};
 pub use open::{open_ngff, open_output, Output};
 pub use options::{backend_named, pyramid_named, ArrayOptions, ResolvedArray};
 pub use plate::Plate;
+pub use resume::{Continuation, RECORD_VERSION};

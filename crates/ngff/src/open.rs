@@ -3,7 +3,9 @@
 
 use retile_plan::{NullSink, StreamError, StreamSpec};
 use retile_pyramid::{Backend, MultiscaleStream, PyramidOptions};
-use retile_store::{ClaimChain, Group, StoreRoot, ZarrOptions, ZarrSink};
+use retile_store::{ClaimChain, Group, Resume, StoreRoot, ZarrOptions, ZarrSink};
+
+use crate::resume::RECORD_KEY;
 
 use crate::metadata::{check_halved_axes, group_metadata, NgffOptions};
 
@@ -79,15 +81,28 @@ fn open_image(
     let halve = pyramid.halved(&spec)?;
     check_halved_axes(&axes, &halve)?;
     let levels = pyramid.level_specs(&spec)?.len();
-    let metadata = group_metadata(&axes, &scale, pyramid, &halve, levels)?;
+    let mut metadata = group_metadata(&axes, &scale, pyramid, &halve, levels)?;
+    if let Some(record) = &zarr.record {
+        metadata["attributes"][RECORD_KEY] = record.clone();
+    }
+    let halves_first = halve.first().copied().unwrap_or(false);
     let names: Vec<String> = axes.iter().map(|a| a.name.clone()).collect();
     // a level never claims planes its parent level has not claimed
-    let chain = ClaimChain::new(levels, halve.first().copied().unwrap_or(false));
+    let chain = ClaimChain::new(levels, halves_first);
     MultiscaleStream::new(spec, fill, backend, pyramid, |k, _| {
         // the user's metadata describes the image: level 0's claims write it
         let options = ZarrOptions {
             dimension_names: Some(names.clone()),
             user: zarr.user.clone().filter(|_| k == 0),
+            record: None,
+            // level k's planes are level 0's halved k times where the first
+            // dimension is halved
+            resume: zarr.resume.map(|r| Resume {
+                first_plane: match halves_first {
+                    true => r.first_plane >> k,
+                    false => r.first_plane,
+                },
+            }),
             ..zarr.clone()
         };
         let sink = ZarrSink::in_root(group.root(), &k.to_string(), options).chained(chain.level(k));

@@ -3,7 +3,7 @@
 //! acquisition's settings file (`retile stream --config`). One source of
 //! truth for their names, defaults and checks.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use retile_halving::Method;
@@ -13,6 +13,7 @@ use retile_store::{Codec, Shuffle, SyncPolicy, UserMetadata, ZarrOptions};
 
 use crate::metadata::{default_axes, Axis, NgffOptions};
 use crate::open::Output;
+use crate::resume::record_of;
 
 /// One array's description: its shape, tile and type, and how it is
 /// stored (shards, codec, pyramid, OME-Zarr axes). The names are those of
@@ -30,7 +31,7 @@ use crate::open::Output;
 /// assert!(array.unwrap_err().to_string().contains("codec take effect only with an output"));
 /// # Ok::<(), serde_json::Error>(())
 /// ```
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ArrayOptions {
     /// Extents, slowest first; a first extent of 0 is unbounded.
@@ -209,6 +210,7 @@ impl ArrayOptions {
             writers: self.writers,
             sync,
             codec_on,
+            record: Some(record_of(self)),
             ..store
         };
         let output = Output {

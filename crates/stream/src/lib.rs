@@ -36,8 +36,8 @@
 pub use retile_halving::Method;
 pub use retile_ngff::{
     backend_named, check_key, default_axes, groups_of, open_ngff, open_output, pyramid_named,
-    Acquisition, AcquisitionSettings, ArrayOptions, Axis, Budget, NgffOptions, Output, Plate,
-    ResolvedArray, NGFF_VERSION,
+    Acquisition, AcquisitionSettings, ArrayOptions, Axis, Budget, Continuation, NgffOptions,
+    Output, Plate, ResolvedArray, NGFF_VERSION, RECORD_VERSION,
 };
 pub use retile_plan::{
     CodecOn, DType, DeviceCodec, EncodedChunks, Epoch, LevelSummary, MemorySink, NullSink,
@@ -46,7 +46,7 @@ pub use retile_plan::{
 };
 pub use retile_pyramid::{AnyStream, Backend, MultiscaleStream, PyramidOptions, MAX_LEVELS};
 pub use retile_store::{
-    BloscKind, Cancel, ClaimChain, Codec, Group, S3Options, S3Traffic, Shuffle, StorePath,
+    BloscKind, Cancel, ClaimChain, Codec, Group, Resume, S3Options, S3Traffic, Shuffle, StorePath,
     StoreRoot, SyncPolicy, UserMetadata, ZarrOptions, ZarrSink, FRAME_CHUNK, FRAME_METADATA,
     IN_FLIGHT_PARTS, MAX_PREFIX_BYTES, MAX_WRITERS, PART_BYTES, RESERVED_ATTRIBUTES,
     ROWS_COMPLETING, STOP_GRACE,
