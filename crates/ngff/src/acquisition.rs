@@ -298,7 +298,10 @@ impl Acquisition {
     /// # std::fs::remove_dir_all(&dir).ok();
     /// # Ok::<(), retile_plan::StreamError>(())
     /// ```
-    pub fn appending(continuation: &Continuation, backend: Backend) -> Result<Acquisition, StreamError> {
+    pub fn appending(
+        continuation: &Continuation,
+        backend: Backend,
+    ) -> Result<Acquisition, StreamError> {
         let array = &continuation.array;
         let stream = continuation.open_stream(backend)?;
         let mut acquisition = Acquisition::of_one(array, stream)?;

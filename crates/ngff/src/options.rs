@@ -13,7 +13,6 @@ use retile_store::{Codec, Shuffle, SyncPolicy, UserMetadata, ZarrOptions};
 
 use crate::metadata::{default_axes, Axis, NgffOptions};
 use crate::open::Output;
-use crate::resume::record_of;
 
 /// One array's description: its shape, tile and type, and how it is
 /// stored (shards, codec, pyramid, OME-Zarr axes). The names are those of
@@ -210,7 +209,7 @@ impl ArrayOptions {
             writers: self.writers,
             sync,
             codec_on,
-            record: Some(record_of(self)),
+            record: Some(self.record()),
             ..store
         };
         let output = Output {

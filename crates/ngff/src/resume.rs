@@ -48,25 +48,38 @@ pub const RECORD_VERSION: u64 = 1;
 /// again (at least one plane).
 const REPLAY_BYTES: u64 = 64 << 20;
 
-/// retile's record of the array `options` describe: `{"version": 1,
-/// "array": {...}}`, the description alone (not the writer threads, the
-/// memory, the syncing or the user's attributes, which a later stream
-/// chooses again).
-pub(crate) fn record_of(options: &ArrayOptions) -> Value {
-    let described = ArrayOptions {
-        writers: None,
-        buffered_io: false,
-        codec_on: None,
-        memory: None,
-        sync: None,
-        attributes: None,
-        ..options.clone()
-    };
-    let mut array = serde_json::to_value(described).unwrap_or(Value::Null);
-    if let Some(fields) = array.as_object_mut() {
-        fields.retain(|_, v| !v.is_null() && *v != Value::Bool(false));
+impl ArrayOptions {
+    /// retile's record of the array these options describe, kept in the
+    /// attribute `retile` of what a stream writes (an array's `zarr.json`,
+    /// an image's group's): `{"version": 1, "array": {...}}`, the
+    /// description alone (not the writer threads, the memory, the syncing
+    /// or the user's attributes, which a later stream chooses again), from
+    /// which a stream appending to the store takes its options.
+    ///
+    /// ```
+    /// use retile_ngff::ArrayOptions;
+    /// let options = ArrayOptions { shape: vec![0, 4], tile: vec![2, 4], dtype: "u8".into(), writers: Some(3), ..Default::default() };
+    /// assert_eq!(
+    ///     options.record(),
+    ///     serde_json::json!({"version": 1, "array": {"shape": [0, 4], "tile": [2, 4], "dtype": "u8"}})
+    /// );
+    /// ```
+    pub fn record(&self) -> Value {
+        let described = ArrayOptions {
+            writers: None,
+            buffered_io: false,
+            codec_on: None,
+            memory: None,
+            sync: None,
+            attributes: None,
+            ..self.clone()
+        };
+        let mut array = serde_json::to_value(described).unwrap_or(Value::Null);
+        if let Some(fields) = array.as_object_mut() {
+            fields.retain(|_, v| !v.is_null() && *v != Value::Bool(false));
+        }
+        json!({"version": RECORD_VERSION, "array": array})
     }
-    json!({"version": RECORD_VERSION, "array": array})
 }
 
 /// A store retile wrote, opened to be appended to: the stream that goes on
@@ -168,7 +181,7 @@ impl Continuation {
         };
         let mut array = remaining.resolve(Some(store), backend)?;
         if let Some(zarr) = array.output.zarr.as_mut() {
-            zarr.record = Some(record_of(&options));
+            zarr.record = Some(options.record());
         }
         if let Some(pyramid) = array.output.pyramid.as_mut() {
             pyramid.levels = Some(stored.claims.len());
@@ -257,7 +270,10 @@ fn read_store(root: &Path) -> Result<Stored, StreamError> {
         )));
     }
     let document = read_json(&metadata)?;
-    let mut attributes = document["attributes"].as_object().cloned().unwrap_or_default();
+    let mut attributes = document["attributes"]
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
     let Some(record) = attributes.remove(RECORD_KEY) else {
         return Err(StreamError::Invalid(format!(
             "{} was not written by retile (its zarr.json has no 'retile' attribute): retile appends only to the arrays and images it wrote; write a new store",
@@ -377,26 +393,58 @@ fn merged(root: &Path, stored: &Stored, given: &ArrayOptions) -> Result<ArrayOpt
             }
         };
     }
-    same!(shape, (!given.shape.is_empty()).then_some(&given.shape), &store.shape);
-    same!(tile, (!given.tile.is_empty()).then_some(&given.tile), &store.tile);
+    same!(
+        shape,
+        (!given.shape.is_empty()).then_some(&given.shape),
+        &store.shape
+    );
+    same!(
+        tile,
+        (!given.tile.is_empty()).then_some(&given.tile),
+        &store.tile
+    );
     if !given.dtype.is_empty() {
         let (dtype, kept) = (given.dtype.parse::<DType>()?, store.dtype.parse::<DType>()?);
-        same!(dtype, Some(dtype), kept);
+        same!(dtype, Some(dtype.to_string()), kept.to_string());
     }
     same!(shard, given.shard.as_ref().map(Some), store.shard.as_ref());
     if given.codec.is_some() || given.shuffle.is_some() {
-        same!(codec, Some(codec_of(given)?), codec_of(store)?);
+        same!(
+            codec,
+            Some(codec_of(given)?.to_string()),
+            codec_of(store)?.to_string()
+        );
     }
     if given.fill.is_some() {
         let dtype = store.dtype.parse::<DType>()?;
         same!(fill, Some(fill_of(given, dtype)?), fill_of(store, dtype)?);
     }
-    same!(dim_names, given.dim_names.as_ref().map(Some), store.dim_names.as_ref());
-    same!(pyramid, given.pyramid.as_ref().map(Some), store.pyramid.as_ref());
+    same!(
+        dim_names,
+        given.dim_names.as_ref().map(Some),
+        store.dim_names.as_ref()
+    );
+    same!(
+        pyramid,
+        given.pyramid.as_ref().map(Some),
+        store.pyramid.as_ref()
+    );
     same!(levels, given.levels, stored.claims.len());
-    same!(downsample, given.downsample.clone().map(Some), downsample_of(store)?);
-    same!(ngff, given.ngff.then_some(true), store.ngff || store.pyramid.is_some());
-    same!(dim_types, given.dim_types.as_ref().map(Some), store.dim_types.as_ref());
+    same!(
+        downsample,
+        given.downsample.clone().map(Some),
+        downsample_of(store)?
+    );
+    same!(
+        ngff,
+        given.ngff.then_some(true),
+        store.ngff || store.pyramid.is_some()
+    );
+    same!(
+        dim_types,
+        given.dim_types.as_ref().map(Some),
+        store.dim_types.as_ref()
+    );
     same!(units, given.units.as_ref().map(Some), store.units.as_ref());
     same!(scale, given.scale.as_ref().map(Some), store.scale.as_ref());
     let mut attributes = stored.attributes.clone();
@@ -416,7 +464,11 @@ fn merged(root: &Path, stored: &Stored, given: &ArrayOptions) -> Result<ArrayOpt
 
 /// The codec `options` name, with their shuffle.
 fn codec_of(options: &ArrayOptions) -> Result<Codec, StreamError> {
-    let codec = options.codec.as_deref().unwrap_or("none").parse::<Codec>()?;
+    let codec = options
+        .codec
+        .as_deref()
+        .unwrap_or("none")
+        .parse::<Codec>()?;
     match &options.shuffle {
         Some(shuffle) => codec.with_shuffle(shuffle.parse::<Shuffle>()?),
         None => Ok(codec),
@@ -486,7 +538,7 @@ mod tests {
             attributes: Some(json!({"a": 1})),
             ..Default::default()
         };
-        let record = record_of(&options);
+        let record = options.record();
         assert_eq!(
             record,
             json!({"version": 1, "array": {"shape": [0, 4], "tile": [2, 4], "dtype": "u8"}})

@@ -364,7 +364,11 @@ impl ZarrSink {
         let replaced_rows = claimed.div_ceil(row_planes.max(1));
         if self.options.resume.is_some() {
             dest.remove_rows_from(replaced_rows).map_err(|e| {
-                store_error(dest.name(), "removing the rows a stopped stream did not claim", e)
+                store_error(
+                    dest.name(),
+                    "removing the rows a stopped stream did not claim",
+                    e,
+                )
             })?;
         }
         claim(&mut array, &dest, user.as_mut(), claimed, sync_rows)?;
