@@ -409,10 +409,16 @@ fn merged(root: &Path, stored: &Stored, given: &ArrayOptions) -> Result<ArrayOpt
     }
     same!(shard, given.shard.as_ref().map(Some), store.shard.as_ref());
     if given.codec.is_some() || given.shuffle.is_some() {
+        // one given alone goes with the store's other
+        let asked = ArrayOptions {
+            codec: given.codec.clone().or_else(|| store.codec.clone()),
+            shuffle: given.shuffle.clone().or_else(|| store.shuffle.clone()),
+            ..Default::default()
+        };
         same!(
             codec,
-            Some(codec_of(given)?.to_string()),
-            codec_of(store)?.to_string()
+            Some(codec_text(codec_of(&asked)?)),
+            codec_text(codec_of(store)?)
         );
     }
     if given.fill.is_some() {
@@ -472,6 +478,14 @@ fn codec_of(options: &ArrayOptions) -> Result<Codec, StreamError> {
     match &options.shuffle {
         Some(shuffle) => codec.with_shuffle(shuffle.parse::<Shuffle>()?),
         None => Ok(codec),
+    }
+}
+
+/// The codec as the options name it, with blosc's shuffle.
+fn codec_text(codec: Codec) -> String {
+    match codec {
+        Codec::Blosc { shuffle, .. } => format!("{codec} with shuffle {shuffle:?}"),
+        other => other.to_string(),
     }
 }
 
