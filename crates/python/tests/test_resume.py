@@ -281,3 +281,25 @@ def test_a_writer_killed_at_random_moments_is_resumed_until_every_plane_is_in(tm
         for k in range(len(level_shapes(data.shape, options["tile"], halved))):
             np.testing.assert_array_equal(zarr.open_array(str(out / str(k)), mode="r")[...], want)
             want = halve(want, halved, pyramid)
+
+
+@pytest.mark.parametrize("shard", [None, (1, 2, 1)])
+def test_a_row_rewritten_with_fill_alone_leaves_no_file_of_a_killed_append(tmp_path, shard):
+    out = tmp_path / "f.zarr"
+    options = dict(shape=(0, 4, 4), tile=(4, 2, 4), dtype="u16", shard=shard)
+    zeros, ones = np.zeros((2, 4, 4), np.uint16), np.ones((2, 4, 4), np.uint16)
+    with retile.Stream(str(out), **options) as s:
+        s.append(zeros)
+    with retile.Stream(str(out), mode="a") as s:
+        s.append(ones)
+    # the state of an append killed after its row's files were renamed in,
+    # before its claim: the files hold planes 2 and 3, the claim says 2
+    metadata = json.loads((out / "zarr.json").read_text())
+    metadata["shape"][0] = 2
+    (out / "zarr.json").write_text(json.dumps(metadata))
+    assert any((out / "c").rglob("*"))
+    with retile.Stream(str(out), mode="a") as s:
+        assert s.planes_claimed == 2
+        s.append(zeros)
+    np.testing.assert_array_equal(zarr.open_array(str(out), mode="r")[...], np.zeros((4, 4, 4)))
+    assert not [p for p in (out / "c").rglob("*") if p.is_file()], "a file of fill alone was left"

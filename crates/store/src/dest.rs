@@ -87,10 +87,16 @@ impl Open {
     /// was fill too).
     pub fn discard(&mut self) -> Result<(), DestError> {
         match self {
-            Open::Replacing { target, .. } => match std::fs::remove_file(&*target) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.into()),
-                _ => Ok(()),
-            },
+            Open::Replacing { file, target } => {
+                // a killed stream's file beside it goes too
+                for path in [&*target, file.path()] {
+                    match std::fs::remove_file(path) {
+                        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e.into()),
+                        _ => {}
+                    }
+                }
+                Ok(())
+            }
             Open::Local(_) | Open::Object(_) => Ok(()),
         }
     }
