@@ -123,23 +123,24 @@ impl PyramidArgs {
             };
         };
         let method: Method = method.parse()?;
-        let downsample = match &self.downsample {
-            Some(d) => Some(
-                d.0.iter()
-                    .map(|&v| match v {
-                        0 => Ok(false),
-                        1 => Ok(true),
-                        _ => Err(format!("--downsample takes 0 or 1 per dimension, not {v}")),
-                    })
-                    .collect::<Result<Vec<bool>, String>>()?,
-            ),
-            None => None,
-        };
         Ok(Some(PyramidOptions {
             method,
-            downsample,
+            downsample: self.downsample()?,
             levels: self.levels,
         }))
+    }
+
+    /// `--downsample`: whether each dimension is halved (`None`: not given).
+    fn downsample(&self) -> Result<Option<Vec<bool>>, CliError> {
+        let Some(d) = &self.downsample else {
+            return Ok(None);
+        };
+        let halved = d.0.iter().map(|&v| match v {
+            0 => Ok(false),
+            1 => Ok(true),
+            _ => Err(format!("--downsample takes 0 or 1 per dimension, not {v}")),
+        });
+        Ok(Some(halved.collect::<Result<Vec<bool>, String>>()?))
     }
 }
 
@@ -319,18 +320,7 @@ fn attributes_json(text: &str) -> Result<serde_json::Value, CliError> {
 fn described(args: &StreamArgs) -> Result<ArrayOptions, CliError> {
     let dims = |d: &Option<Dims>| d.as_ref().map(|d| d.0.clone());
     let pyramid = &args.pyramid;
-    let downsample = match &pyramid.downsample {
-        Some(d) => Some(
-            d.0.iter()
-                .map(|&v| match v {
-                    0 => Ok(false),
-                    1 => Ok(true),
-                    _ => Err(format!("--downsample takes 0 or 1 per dimension, not {v}")),
-                })
-                .collect::<Result<Vec<bool>, String>>()?,
-        ),
-        None => None,
-    };
+    let downsample = pyramid.downsample()?;
     Ok(ArrayOptions {
         shape: dims(&args.shape.shape).unwrap_or_default(),
         tile: dims(&args.shape.tile).unwrap_or_default(),

@@ -181,10 +181,7 @@ impl ArrayOptions {
             };
             return Ok(ResolvedArray { spec, fill, output });
         };
-        let mut codec = self.codec.as_deref().unwrap_or("none").parse::<Codec>()?;
-        if let Some(shuffle) = &self.shuffle {
-            codec = codec.with_shuffle(shuffle.parse::<Shuffle>()?)?;
-        }
+        let codec = self.codec()?;
         let is_ngff = self.ngff || pyramid.is_some();
         let ngff = match is_ngff {
             true => Some(self.ngff_options(spec.shape().len())?),
@@ -220,8 +217,18 @@ impl ArrayOptions {
         Ok(ResolvedArray { spec, fill, output })
     }
 
+    /// The codec these options name (`none` without one), with their
+    /// blosc shuffle.
+    pub(crate) fn codec(&self) -> Result<Codec, StreamError> {
+        let codec = self.codec.as_deref().unwrap_or("none").parse::<Codec>()?;
+        match &self.shuffle {
+            Some(shuffle) => codec.with_shuffle(shuffle.parse::<Shuffle>()?),
+            None => Ok(codec),
+        }
+    }
+
     /// The fill value's bytes (0 when absent).
-    fn fill_bytes(&self, dtype: DType) -> Result<Vec<u8>, StreamError> {
+    pub(crate) fn fill_bytes(&self, dtype: DType) -> Result<Vec<u8>, StreamError> {
         let text = match &self.fill {
             None => "0".to_string(),
             Some(Value::String(text)) => text.clone(),

@@ -25,9 +25,9 @@ use serde_json::{json, Map, Value};
 use zarrs::array::{Array, ArrayBytes, ArraySubset};
 use zarrs::filesystem::FilesystemStore;
 
-use retile_plan::{DType, StreamDType, StreamError};
+use retile_plan::{DType, StreamError};
 use retile_pyramid::{Backend, MultiscaleStream};
-use retile_store::{Codec, Resume, Shuffle, StorePath, ZarrOptions, FRAME_METADATA};
+use retile_store::{Codec, Resume, StorePath, ZarrOptions, FRAME_METADATA};
 
 use crate::metadata::default_axes;
 use crate::open::open_output;
@@ -417,13 +417,17 @@ fn merged(root: &Path, stored: &Stored, given: &ArrayOptions) -> Result<ArrayOpt
         };
         same!(
             codec,
-            Some(codec_text(codec_of(&asked)?)),
-            codec_text(codec_of(store)?)
+            Some(codec_text(asked.codec()?)),
+            codec_text(store.codec()?)
         );
     }
     if given.fill.is_some() {
         let dtype = store.dtype.parse::<DType>()?;
-        same!(fill, Some(fill_of(given, dtype)?), fill_of(store, dtype)?);
+        same!(
+            fill,
+            Some(given.fill_bytes(dtype)?),
+            store.fill_bytes(dtype)?
+        );
     }
     same!(
         dim_names,
@@ -468,37 +472,12 @@ fn merged(root: &Path, stored: &Stored, given: &ArrayOptions) -> Result<ArrayOpt
     })
 }
 
-/// The codec `options` name, with their shuffle.
-fn codec_of(options: &ArrayOptions) -> Result<Codec, StreamError> {
-    let codec = options
-        .codec
-        .as_deref()
-        .unwrap_or("none")
-        .parse::<Codec>()?;
-    match &options.shuffle {
-        Some(shuffle) => codec.with_shuffle(shuffle.parse::<Shuffle>()?),
-        None => Ok(codec),
-    }
-}
-
 /// The codec as the options name it, with blosc's shuffle.
 fn codec_text(codec: Codec) -> String {
     match codec {
         Codec::Blosc { shuffle, .. } => format!("{codec} with shuffle {shuffle:?}"),
         other => other.to_string(),
     }
-}
-
-/// The fill value's bytes `options` give, in `dtype`.
-fn fill_of(options: &ArrayOptions, dtype: DType) -> Result<Vec<u8>, StreamError> {
-    let text = match &options.fill {
-        None => "0".to_string(),
-        Some(Value::String(text)) => text.clone(),
-        Some(other) => other.to_string(),
-    };
-    dtype
-        .parse_value(&text)
-        .map_err(|e| StreamError::Invalid(format!("fill: {e}")))
 }
 
 /// Which dimensions the levels of the pyramid `options` describe halve
