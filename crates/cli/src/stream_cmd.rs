@@ -13,10 +13,10 @@ use crate::signals::{interrupted, second_interrupt, stop_on_interrupt};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use retile_stream::{
-    default_axes, open_output, resolve_input_order, Axis, Backend, Codec, CodecOn, DType, DimRef,
-    Method, MultiscaleStream, NgffOptions, Output, PyramidOptions, S3Options, S3Traffic, Shuffle,
-    StreamDType, StreamError, StreamPlan, StreamSpec, Summary, SyncPolicy, UserMetadata,
-    ZarrOptions,
+    default_axes, open_output, resolve_input_order, ArrayOptions, Axis, Backend, Codec, CodecOn,
+    Continuation, DType, DimRef, Method, MultiscaleStream, NgffOptions, Output, PyramidOptions,
+    S3Options, S3Traffic, Shuffle, StreamDType, StreamError, StreamPlan, StreamSpec, Summary,
+    SyncPolicy, UserMetadata, ZarrOptions,
 };
 
 /// The stream's shape, tile and element type.
@@ -31,8 +31,9 @@ pub struct ShapeArgs {
     /// Element type: u8 u16 u32 u64 i8 i16 i32 i64 f16 bf16 f32 f64
     /// (bf16 is stored as Zarr's `bfloat16`, which zarr-python cannot open
     /// yet; u16 stores the same bits as a type every reader opens).
-    #[arg(long, default_value = "u16")]
-    dtype: String,
+    /// Default u16.
+    #[arg(long)]
+    dtype: Option<String>,
     /// Memory for tile buffers, e.g. 2G or 1500M: as many epoch buffers
     /// as fit, at least two (the default: two epochs).
     #[arg(long, value_parser = parse_bytes)]
@@ -133,23 +134,24 @@ impl PyramidArgs {
             };
         };
         let method: Method = method.parse()?;
-        let downsample = match &self.downsample {
-            Some(d) => Some(
-                d.0.iter()
-                    .map(|&v| match v {
-                        0 => Ok(false),
-                        1 => Ok(true),
-                        _ => Err(format!("--downsample takes 0 or 1 per dimension, not {v}")),
-                    })
-                    .collect::<Result<Vec<bool>, String>>()?,
-            ),
-            None => None,
-        };
         Ok(Some(PyramidOptions {
             method,
-            downsample,
+            downsample: self.downsample()?,
             levels: self.levels,
         }))
+    }
+
+    /// `--downsample`: whether each dimension is halved (`None`: not given).
+    fn downsample(&self) -> Result<Option<Vec<bool>>, CliError> {
+        let Some(d) = &self.downsample else {
+            return Ok(None);
+        };
+        let halved = d.0.iter().map(|&v| match v {
+            0 => Ok(false),
+            1 => Ok(true),
+            _ => Err(format!("--downsample takes 0 or 1 per dimension, not {v}")),
+        });
+        Ok(Some(halved.collect::<Result<Vec<bool>, String>>()?))
     }
 }
 
@@ -175,8 +177,8 @@ mod heading {
 #[derive(Args)]
 #[command(mut_arg("tile", |tile| tile.help_heading(heading::CHUNKS)))]
 #[command(mut_arg("memory", |memory| memory.help_heading(heading::PERFORMANCE)))]
-#[command(mut_arg("shape", |a| a.required(false).required_unless_present("config")))]
-#[command(mut_arg("tile", |a| a.required(false).required_unless_present("config")))]
+#[command(mut_arg("shape", |a| a.required(false).required_unless_present_any(["config", "append"])))]
+#[command(mut_arg("tile", |a| a.required(false).required_unless_present_any(["config", "append"])))]
 pub struct StreamArgs {
     #[command(flatten, next_help_heading = heading::INPUT)]
     shape: ShapeArgs,
@@ -215,11 +217,19 @@ pub struct StreamArgs {
     /// and so is a store another stream is writing).
     #[arg(long, help_heading = heading::STORE)]
     overwrite: bool,
+    /// Continue the store retile wrote at --output from its last claimed
+    /// plane (after a restart or a crash): shape, dtype, tile, shards,
+    /// codec, fill and pyramid come from the store (one given that
+    /// contradicts it is an error). It prints the plane it continues from:
+    /// --input holds the planes from that one on.
+    #[arg(long, help_heading = heading::STORE, conflicts_with_all = ["overwrite", "config", "planes"])]
+    append: bool,
     /// When a local store reaches the disk: end (every file synced once,
     /// before the last claim) or rows (every row of files synced before it
     /// is claimed, so that every claim survives a power loss; slower).
-    #[arg(long, help_heading = heading::STORE, default_value = "end", value_parser = parse_sync)]
-    sync: SyncPolicy,
+    /// Default end.
+    #[arg(long, help_heading = heading::STORE, value_parser = parse_sync)]
+    sync: Option<SyncPolicy>,
     /// User attributes of the array (of an image: its group), a JSON
     /// object inline or @FILE holding one (e.g. '{"sample": "mouse 7"}');
     /// the keys ome and retile are retile's own and refused.
@@ -230,15 +240,16 @@ pub struct StreamArgs {
     #[arg(long, help_heading = heading::CHUNKS, value_parser = parse_list)]
     shard: Option<Dims>,
     /// Chunk codec: none, zstd[:1-22], gzip[:0-9], blosc-lz4[:0-9],
-    /// blosc-lz4hc[:0-9], blosc-zstd[:0-9] or blosc-zlib[:0-9].
-    #[arg(long, help_heading = heading::CHUNKS, default_value = "none")]
-    codec: String,
+    /// blosc-lz4hc[:0-9], blosc-zstd[:0-9] or blosc-zlib[:0-9]. Default none.
+    #[arg(long, help_heading = heading::CHUNKS)]
+    codec: Option<String>,
     /// Shuffle of the blosc codecs: none, byte (the default) or bit.
     #[arg(long, help_heading = heading::CHUNKS)]
     shuffle: Option<String>,
-    /// Value of padding in edge tiles, in the element type (e.g. 0, -1, 1.5, nan).
-    #[arg(long, help_heading = heading::CHUNKS, default_value = "0", allow_hyphen_values = true)]
-    fill: String,
+    /// Value of padding in edge tiles, in the element type (e.g. 0, -1,
+    /// 1.5, nan). Default 0.
+    #[arg(long, help_heading = heading::CHUNKS, allow_hyphen_values = true)]
+    fill: Option<String>,
     #[command(flatten, next_help_heading = heading::OME_ZARR)]
     pyramid: PyramidArgs,
     /// Write an OME-Zarr (NGFF 0.5) image even without a pyramid (a
@@ -296,6 +307,11 @@ fn parse_sync(text: &str) -> Result<SyncPolicy, String> {
 
 /// `--attributes`: a JSON object, inline or `@FILE`.
 fn attributes(text: &str) -> Result<UserMetadata, CliError> {
+    Ok(UserMetadata::new(attributes_json(text)?).map_err(|e| format!("--attributes: {e}"))?)
+}
+
+/// The JSON of `--attributes JSON|@FILE`.
+fn attributes_json(text: &str) -> Result<serde_json::Value, CliError> {
     let (json, from) = match text.strip_prefix('@') {
         Some(file) => (
             std::fs::read_to_string(file)
@@ -306,7 +322,53 @@ fn attributes(text: &str) -> Result<UserMetadata, CliError> {
     };
     let value: serde_json::Value = serde_json::from_str(&json)
         .map_err(|e| format!("{from} does not hold JSON ({e}); write a JSON object, e.g. '{{\"sample\": \"mouse 7\"}}', or @FILE"))?;
-    Ok(UserMetadata::new(value).map_err(|e| format!("--attributes: {e}"))?)
+    Ok(value)
+}
+
+/// The array the flags describe, as `retile.Stream` names its options:
+/// only what was given (the defaults left out), so that a stream appending
+/// to a store checks exactly what its user said against the store.
+fn described(args: &StreamArgs) -> Result<ArrayOptions, CliError> {
+    let dims = |d: &Option<Dims>| d.as_ref().map(|d| d.0.clone());
+    let pyramid = &args.pyramid;
+    let downsample = pyramid.downsample()?;
+    Ok(ArrayOptions {
+        shape: dims(&args.shape.shape).unwrap_or_default(),
+        tile: dims(&args.shape.tile).unwrap_or_default(),
+        dtype: args.shape.dtype.clone().unwrap_or_default(),
+        input_order: args
+            .shape
+            .input_order
+            .as_ref()
+            .map(|order| order.iter().map(|d| DimRef::from(d.as_str())).collect()),
+        shard: dims(&args.shard),
+        codec: args.codec.clone(),
+        fill: args.fill.clone().map(serde_json::Value::String),
+        dim_names: args.dim_names.clone(),
+        shuffle: args.shuffle.clone(),
+        writers: args.writers,
+        buffered_io: args.buffered_io,
+        pyramid: pyramid.pyramid.clone(),
+        levels: pyramid.levels,
+        downsample,
+        ngff: args.ngff,
+        dim_types: args.dim_types.clone(),
+        units: args.units.as_ref().map(|units| {
+            units
+                .iter()
+                .map(|u| Some(u.clone()).filter(|u| !u.is_empty()))
+                .collect()
+        }),
+        scale: args.scale.clone(),
+        codec_on: args.codec_on.clone(),
+        memory: args.shape.memory,
+        sync: args.sync.map(|s| s.to_string()),
+        attributes: args
+            .attributes
+            .as_deref()
+            .map(attributes_json)
+            .transpose()?,
+    })
 }
 
 pub(crate) fn parse_list(text: &str) -> Result<Dims, String> {
@@ -323,7 +385,7 @@ pub(crate) fn parse_list(text: &str) -> Result<Dims, String> {
 impl ShapeArgs {
     /// The stream's spec; `names` are the dimensions' names `--input-order` uses.
     fn spec(&self, names: Option<&[String]>) -> Result<StreamSpec, CliError> {
-        let dtype: DType = self.dtype.parse()?;
+        let dtype: DType = self.dtype.as_deref().unwrap_or("u16").parse()?;
         let (Some(shape), Some(tile)) = (&self.shape, &self.tile) else {
             return Err("give --shape and --tile (or --config FILE for several arrays)".into());
         };
@@ -423,7 +485,7 @@ fn peak_rss_bytes() -> Option<u64> {
 /// What `args` ask to write; options that need `--output` without it are
 /// an error, not silently ignored.
 fn output(args: &StreamArgs, rank: usize) -> Result<Output, CliError> {
-    let mut codec = args.codec.parse::<Codec>()?;
+    let mut codec = args.codec.as_deref().unwrap_or("none").parse::<Codec>()?;
     if let Some(shuffle) = &args.shuffle {
         let shuffle = shuffle.parse::<Shuffle>()?;
         codec = codec.with_shuffle(shuffle)?;
@@ -439,7 +501,7 @@ fn output(args: &StreamArgs, rank: usize) -> Result<Output, CliError> {
             (args.dim_names.is_some(), "--dim-names"),
             (args.buffered_io, "--buffered-io"),
             (args.overwrite, "--overwrite"),
-            (args.sync != SyncPolicy::End, "--sync"),
+            (args.sync.is_some_and(|s| s != SyncPolicy::End), "--sync"),
             (args.attributes.is_some(), "--attributes"),
             (args.ngff, "--ngff"),
             (args.dim_types.is_some(), "--dim-types"),
@@ -471,7 +533,7 @@ fn output(args: &StreamArgs, rank: usize) -> Result<Output, CliError> {
         buffered_io: args.buffered_io,
         writers: args.writers,
         overwrite: args.overwrite,
-        sync: args.sync,
+        sync: args.sync.unwrap_or_default(),
         s3: S3Options {
             allow_http: args.allow_http,
             retry_timeout: retry_timeout(args.retry_seconds)?,
@@ -485,6 +547,15 @@ fn output(args: &StreamArgs, rank: usize) -> Result<Output, CliError> {
             .unwrap_or("auto")
             .parse::<CodecOn>()?,
         user: args.attributes.as_deref().map(attributes).transpose()?,
+        // the array as written, defaults included: what a later --append reads
+        record: Some(
+            ArrayOptions {
+                dtype: args.shape.dtype.clone().unwrap_or_else(|| "u16".into()),
+                ..described(args)?
+            }
+            .record(),
+        ),
+        resume: None,
     };
     if args.codec_on.as_deref() == Some("gpu") && args.backend != "cuda" {
         return Err("--codec-on gpu compresses on the GPU of --backend cuda".into());
@@ -577,11 +648,14 @@ pub fn stream(args: &StreamArgs) -> Result<ExitCode, CliError> {
                 .into(),
         ),
     };
+    if args.append {
+        return append(args, input);
+    }
     let spec = args.shape.spec(args.dim_names.as_deref())?;
     let esize = spec.dtype().size();
     let fill = spec
         .dtype()
-        .parse_value(&args.fill)
+        .parse_value(args.fill.as_deref().unwrap_or("0"))
         .map_err(|e| format!("--fill: {e}"))?;
     let plane_bytes = spec
         .plane_elements()
@@ -630,6 +704,52 @@ pub fn stream(args: &StreamArgs) -> Result<ExitCode, CliError> {
         args.output.as_ref(),
         traffic.as_deref(),
     )
+}
+
+/// `retile stream --append`: the store at `--output` continued from its
+/// last claimed plane with the planes of `input`, which must hold the
+/// recording from that plane on (the plane is printed first). The claimed
+/// planes of the row of files the claim ends in are read back from the
+/// store and taken again first, so that the row is rewritten whole.
+fn append(args: &StreamArgs, input: Option<&str>) -> Result<ExitCode, CliError> {
+    let Some(path) = &args.output else {
+        return Err("--append continues the store at --output: give it".into());
+    };
+    let Some(input) = input else {
+        return Err("--append continues a recording: give its planes from the last claimed one on with --input FILE (or - for stdin)".into());
+    };
+    let backend = match args.backend.as_str() {
+        "cuda" => Backend::Cuda,
+        _ => Backend::Cpu {
+            threads: args.threads,
+        },
+    };
+    let store = ZarrOptions {
+        s3: S3Options {
+            allow_http: args.allow_http,
+            retry_timeout: retry_timeout(args.retry_seconds)?,
+            cancel: second_interrupt(),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let continuation = Continuation::open(path, &described(args)?, store, backend)?;
+    let spec = &continuation.array.spec;
+    let plane_bytes = spec.plane_elements()? * spec.dtype().size() as u64;
+    let replayed = continuation.claimed - continuation.first_plane;
+    let expected =
+        (!spec.is_unbounded()).then(|| (spec.shape()[0] - replayed).saturating_mul(plane_bytes));
+    let _ = writeln!(
+        std::io::stderr(),
+        "retile: appending to {}: it claims {} planes, so the input is taken as plane {} on ({replayed} claimed planes of the row it ends in are rewritten from the store first, and counted below)",
+        path.display(),
+        continuation.claimed,
+        continuation.claimed
+    );
+    let input = Input::open(input, plane_bytes)?;
+    stop_on_interrupt();
+    let mut tiles = continuation.open_stream(backend)?;
+    run(&mut tiles, input, expected, Some(path), None)
 }
 
 pub(crate) fn progress_bar(expected: Option<u64>) -> ProgressBar {

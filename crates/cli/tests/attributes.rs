@@ -24,11 +24,18 @@ fn stream(path: &str, extra: &[&str]) -> Output {
     retile(&args)
 }
 
+/// The user's attributes of the array at `path`: its attributes less
+/// retile's record of the array (`retile`), checked to be the record of
+/// what `stream` asks for.
 fn attributes_of_array(path: &std::path::Path) -> Value {
     let store = Arc::new(FilesystemStore::new(path).unwrap());
     let array = Array::open(store, "/").unwrap();
     assert_eq!(array.shape()[0], 5);
-    Value::Object(array.attributes().clone())
+    let mut attributes = array.attributes().clone();
+    let record =
+        json!({"version": 1, "array": {"shape": [0, 8, 8], "tile": [2, 4, 4], "dtype": "u16"}});
+    assert_eq!(attributes.remove("retile"), Some(record));
+    Value::Object(attributes)
 }
 
 #[test]

@@ -18,6 +18,7 @@ use crate::keys::groups_of;
 use crate::open::{open_in, open_output};
 use crate::options::{backend_named, ArrayOptions, ResolvedArray};
 use crate::plate::Plate;
+use crate::resume::Continuation;
 
 /// How many keys an error lists before it says how many more there are.
 const LISTED_KEYS: usize = 12;
@@ -193,6 +194,9 @@ struct Layout {
 struct Array {
     key: String,
     stream: MultiscaleStream,
+    /// The array's plane the stream's first plane is (0 but for a stream
+    /// appending to a store).
+    first_plane: u64,
     plane_bytes: u64,
     /// Its user metadata (`None`: no store).
     user: Option<UserMetadata>,
@@ -224,6 +228,9 @@ pub struct Acquisition {
     budget: Budget,
     /// One unnamed array (a plain `retile.Stream`): no keys.
     single: bool,
+    /// Planes level 0 claimed when the stream opened it (a stream
+    /// appending to a store; 0 for a new one).
+    claimed_at_open: u64,
 }
 
 /// An error about one array, naming it.
@@ -266,6 +273,44 @@ fn group_json(attributes: &Value) -> Value {
 }
 
 impl Acquisition {
+    /// The acquisition of one unnamed array appending to the store retile
+    /// wrote at `continuation`'s path: the stream opened (the store locked),
+    /// the claimed planes of the row it goes on from taken again from the
+    /// store, and then the caller's planes from
+    /// [`Continuation::claimed`] on. Refused, and the store left as it
+    /// was, if it cannot be opened.
+    ///
+    /// ```
+    /// use retile_ngff::{Acquisition, ArrayOptions, Continuation};
+    /// use retile_pyramid::Backend;
+    /// use retile_store::ZarrOptions;
+    /// let dir = std::env::temp_dir().join(format!("retile-append-doc-{}", std::process::id()));
+    /// let store = ZarrOptions { path: dir.clone(), overwrite: true, ..Default::default() };
+    /// let options = ArrayOptions { shape: vec![0, 4], tile: vec![2, 4], dtype: "u8".into(), ..Default::default() };
+    /// let backend = Backend::Cpu { threads: 1 };
+    /// let mut first = Acquisition::single(options.resolve(Some(store), backend)?, backend)?;
+    /// first.append(None, &[1; 12])?;
+    /// first.finish()?; // 3 planes
+    /// let next = Continuation::open(&dir, &ArrayOptions::default(), ZarrOptions::default(), backend)?;
+    /// let mut more = Acquisition::appending(&next, backend)?;
+    /// assert_eq!(more.claimed_at_open(), 3);
+    /// more.append(None, &[2; 8])?; // planes 3 and 4
+    /// more.finish()?;
+    /// # std::fs::remove_dir_all(&dir).ok();
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
+    pub fn appending(
+        continuation: &Continuation,
+        backend: Backend,
+    ) -> Result<Acquisition, StreamError> {
+        let array = &continuation.array;
+        let stream = continuation.open_stream(backend)?;
+        let mut acquisition = Acquisition::of_one(array, stream)?;
+        acquisition.arrays[0].first_plane = continuation.first_plane;
+        acquisition.claimed_at_open = continuation.claimed;
+        Ok(acquisition)
+    }
+
     /// The acquisition of one unnamed array, `array` written at the root
     /// (or only measured): a plain stream, taking pieces of any length.
     ///
@@ -280,20 +325,28 @@ impl Acquisition {
     /// # Ok::<(), retile_plan::StreamError>(())
     /// ```
     pub fn single(array: ResolvedArray, backend: Backend) -> Result<Acquisition, StreamError> {
-        let budget = Budget::split(None, vec![(String::new(), buffer_bytes(&array)?)])?;
+        let stream = open_output(array.spec.clone(), &array.fill, backend, &array.output)?;
+        Acquisition::of_one(&array, stream)
+    }
+
+    /// The acquisition of one unnamed array, `array`, whose stream is
+    /// `stream`.
+    fn of_one(array: &ResolvedArray, stream: MultiscaleStream) -> Result<Acquisition, StreamError> {
+        let budget = Budget::split(None, vec![(String::new(), buffer_bytes(array)?)])?;
         let plane_bytes = plane_bytes(&array.spec)?;
-        let user = user_of(&array);
-        let stream = open_output(array.spec, &array.fill, backend, &array.output)?;
+        let user = user_of(array);
         Ok(Acquisition {
             arrays: vec![Array {
                 key: String::new(),
                 plane_bytes,
                 stream,
+                first_plane: 0,
                 user,
             }],
             index: HashMap::new(),
             budget,
             single: true,
+            claimed_at_open: 0,
         })
     }
 
@@ -341,6 +394,7 @@ impl Acquisition {
             index,
             budget,
             single: false,
+            claimed_at_open: 0,
         })
     }
 
@@ -360,6 +414,7 @@ impl Acquisition {
                 Ok(Array {
                     key,
                     stream,
+                    first_plane: 0,
                     plane_bytes,
                     user,
                 })
@@ -484,6 +539,30 @@ impl Acquisition {
     /// Every array's key, in order (`""` for a plain stream's one array).
     pub fn keys(&self) -> impl Iterator<Item = &str> {
         self.arrays.iter().map(|a| a.key.as_str())
+    }
+
+    /// Planes the store claimed when the stream opened it: for a stream
+    /// appending to a store, the plane its caller's first plane is (0 for
+    /// a new store).
+    ///
+    /// ```
+    /// use retile_ngff::{Acquisition, ArrayOptions};
+    /// use retile_pyramid::Backend;
+    /// let options = ArrayOptions { shape: vec![0, 4], tile: vec![1, 4], dtype: "u8".into(), ..Default::default() };
+    /// let backend = Backend::Cpu { threads: 1 };
+    /// let one = Acquisition::single(options.resolve(None, backend)?, backend)?;
+    /// assert_eq!(one.claimed_at_open(), 0);
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
+    pub fn claimed_at_open(&self) -> u64 {
+        self.claimed_at_open
+    }
+
+    /// The array's plane that the stream of the array `key` names took
+    /// first (0 but for a stream appending to a store, whose first planes
+    /// are the claimed ones of the row it goes on from, taken again).
+    pub fn first_plane(&self, key: Option<&str>) -> Result<u64, StreamError> {
+        Ok(self.arrays[self.position(key)?].first_plane)
     }
 
     /// Whether this is a plain stream of one unnamed array.

@@ -4,7 +4,7 @@
 //! or stored indices, resolved into the permutation
 //! `StreamSpec::with_input_order` takes.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use retile_plan::StreamError;
 
@@ -19,7 +19,7 @@ use crate::metadata::default_axes;
 /// assert_eq!(order[1], DimRef::Index(2));
 /// # Ok::<(), serde_json::Error>(())
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(untagged)]
 pub enum DimRef {
     /// A stored dimension's index, slowest first.

@@ -37,6 +37,7 @@ mod metadata;
 mod open;
 mod options;
 mod plate;
+mod resume;
 mod slabs;
 
 pub use acquisition::{Acquisition, AcquisitionSettings};
@@ -47,4 +48,5 @@ pub use metadata::{default_axes, Axis, NgffOptions, NGFF_VERSION};
 pub use open::{open_ngff, open_output, Output};
 pub use options::{backend_named, pyramid_named, ArrayOptions, ResolvedArray};
 pub use plate::Plate;
+pub use resume::{Continuation, RECORD_VERSION};
 pub use slabs::{JobStore, SlabJob};

@@ -3,7 +3,9 @@
 
 use retile_plan::{NullSink, StreamError, StreamSpec};
 use retile_pyramid::{Backend, MultiscaleStream, PyramidOptions};
-use retile_store::{ClaimChain, Group, StoreRoot, ZarrOptions, ZarrSink};
+use retile_store::{ClaimChain, Group, Resume, StoreRoot, ZarrOptions, ZarrSink};
+
+use crate::resume::RECORD_KEY;
 
 use crate::metadata::{check_halved_axes, group_metadata, NgffOptions};
 
@@ -77,6 +79,9 @@ pub(crate) struct Image {
     names: Vec<String>,
     /// The levels' claims, chained.
     chain: ClaimChain,
+    /// Whether the first dimension is halved (a level's planes are then
+    /// its parent's halved).
+    halves_first: bool,
 }
 
 impl Image {
@@ -110,11 +115,17 @@ impl Image {
         let halve = pyramid.halved(spec)?;
         check_halved_axes(&axes, &halve)?;
         let levels = pyramid.level_specs(spec)?.len();
+        let mut metadata = group_metadata(&axes, &scale, &pyramid, &halve, levels)?;
+        if let Some(record) = &zarr.record {
+            metadata["attributes"][RECORD_KEY] = record.clone();
+        }
+        let halves_first = halve.first().copied().unwrap_or(false);
         Ok(Image {
-            metadata: group_metadata(&axes, &scale, &pyramid, &halve, levels)?,
+            metadata,
             names: axes.iter().map(|a| a.name.clone()).collect(),
             // a level never claims planes its parent level has not claimed
-            chain: ClaimChain::new(levels, halve.first().copied().unwrap_or(false)),
+            chain: ClaimChain::new(levels, halves_first),
+            halves_first,
             pyramid,
         })
     }
@@ -125,6 +136,15 @@ impl Image {
         let options = ZarrOptions {
             dimension_names: Some(self.names.clone()),
             user: zarr.user.clone().filter(|_| k == 0),
+            record: None,
+            // level k's planes are level 0's halved k times where the first
+            // dimension is halved
+            resume: zarr.resume.map(|r| Resume {
+                first_plane: match self.halves_first {
+                    true => r.first_plane >> k,
+                    false => r.first_plane,
+                },
+            }),
             ..zarr.clone()
         };
         let sink =
@@ -143,6 +163,7 @@ impl Image {
             path: zarr.path.join(k.to_string()),
             dimension_names: Some(self.names.clone()),
             user: None,
+            record: None,
             ..zarr.clone()
         }
     }

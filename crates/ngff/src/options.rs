@@ -3,7 +3,7 @@
 //! acquisition's settings file (`retile stream --config`). One source of
 //! truth for their names, defaults and checks.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use retile_halving::Method;
@@ -31,7 +31,7 @@ use crate::open::Output;
 /// assert!(array.unwrap_err().to_string().contains("codec take effect only with an output"));
 /// # Ok::<(), serde_json::Error>(())
 /// ```
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ArrayOptions {
     /// Extents, slowest first; a first extent of 0 is unbounded.
@@ -195,10 +195,7 @@ impl ArrayOptions {
             };
             return Ok(ResolvedArray { spec, fill, output });
         };
-        let mut codec = self.codec.as_deref().unwrap_or("none").parse::<Codec>()?;
-        if let Some(shuffle) = &self.shuffle {
-            codec = codec.with_shuffle(shuffle.parse::<Shuffle>()?)?;
-        }
+        let codec = self.codec()?;
         let is_ngff = self.ngff || pyramid.is_some();
         let ngff = match is_ngff {
             true => Some(self.ngff_options(spec.shape().len())?),
@@ -223,6 +220,7 @@ impl ArrayOptions {
             writers: self.writers,
             sync,
             codec_on,
+            record: Some(self.record()),
             ..store
         };
         let output = Output {
@@ -233,8 +231,18 @@ impl ArrayOptions {
         Ok(ResolvedArray { spec, fill, output })
     }
 
+    /// The codec these options name (`none` without one), with their
+    /// blosc shuffle.
+    pub(crate) fn codec(&self) -> Result<Codec, StreamError> {
+        let codec = self.codec.as_deref().unwrap_or("none").parse::<Codec>()?;
+        match &self.shuffle {
+            Some(shuffle) => codec.with_shuffle(shuffle.parse::<Shuffle>()?),
+            None => Ok(codec),
+        }
+    }
+
     /// The fill value's bytes (0 when absent).
-    fn fill_bytes(&self, dtype: DType) -> Result<Vec<u8>, StreamError> {
+    pub(crate) fn fill_bytes(&self, dtype: DType) -> Result<Vec<u8>, StreamError> {
         let text = match &self.fill {
             None => "0".to_string(),
             Some(Value::String(text)) => text.clone(),

@@ -11,8 +11,8 @@ use pyo3::exceptions::{PyResourceWarning, PyRuntimeError, PyRuntimeWarning, PyVa
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use retile_stream::{
-    backend_named, pyramid_named, Acquisition, ArrayOptions, DType, DimRef, PyramidOptions,
-    S3Options, StreamDType, StreamError, Summary, ZarrOptions,
+    backend_named, pyramid_named, Acquisition, ArrayOptions, Continuation, DType, DimRef,
+    PyramidOptions, S3Options, StreamDType, StreamError, Summary, ZarrOptions,
 };
 
 /// The pyramid of the `pyramid`, `levels` and `downsample` arguments
@@ -379,12 +379,15 @@ fn record(
     }
     let plane_bytes = inner.plane_bytes(key).map_err(stream_err)?.max(1);
     let taken = stream.bytes_taken();
-    let first = taken.div_ceil(plane_bytes);
-    let end = taken.saturating_add(len).div_ceil(plane_bytes);
+    // planes are counted in the array: a stream appending to a store began
+    // at its plane `first_plane`
+    let before = inner.first_plane(key).map_err(stream_err)?;
+    let first = taken.div_ceil(plane_bytes) + before;
+    let end = taken.saturating_add(len).div_ceil(plane_bytes) + before;
     if end <= first {
         return Err(PyValueError::new_err(format!(
             "metadata= goes with the planes an append starts, and this append starts none (it continues plane {}): give the metadata with the append that starts the plane",
-            taken / plane_bytes
+            taken / plane_bytes + before
         )));
     }
     user.record(first, end - first, &metadata)
@@ -448,7 +451,7 @@ fn busy() -> PyErr {
 #[pymethods]
 impl Stream {
     #[new]
-    #[pyo3(signature = (output, shape=None, tile=None, dtype=None, shard=None, codec="none", fill=None, dim_names=None, input_order=None, backend="cpu", shuffle=None, writers=None, buffered_io=false, overwrite=false, threads=0, pyramid=None, levels=None, downsample=None, ngff=false, dim_types=None, units=None, scale=None, allow_http=false, retry_seconds=120.0, s3_config=None, codec_on=None, memory=None, sync="end", arrays=None, plate=None, image=None, attributes=None))]
+    #[pyo3(signature = (output, shape=None, tile=None, dtype=None, shard=None, codec=None, fill=None, dim_names=None, input_order=None, backend="cpu", shuffle=None, writers=None, buffered_io=false, overwrite=false, threads=0, pyramid=None, levels=None, downsample=None, ngff=false, dim_types=None, units=None, scale=None, allow_http=false, retry_seconds=120.0, s3_config=None, codec_on=None, memory=None, sync="end", arrays=None, plate=None, image=None, attributes=None, mode="w"))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         output: Option<PathBuf>,
@@ -456,7 +459,7 @@ impl Stream {
         tile: Option<Vec<u64>>,
         dtype: Option<&Bound<'_, PyAny>>,
         shard: Option<Vec<u64>>,
-        codec: &str,
+        codec: Option<&str>,
         fill: Option<&Bound<'_, PyAny>>,
         dim_names: Option<Vec<String>>,
         input_order: Option<Vec<Bound<'_, PyAny>>>,
@@ -483,8 +486,18 @@ impl Stream {
         plate: Option<&Bound<'_, PyAny>>,
         image: Option<&Bound<'_, PyAny>>,
         attributes: Option<&Bound<'_, PyAny>>,
+        mode: &str,
     ) -> PyResult<Stream> {
         let many = arrays.is_some() || plate.is_some() || image.is_some();
+        let appending = match mode {
+            "w" => false,
+            "a" => true,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "mode='{other}' is not a mode; use 'w' (a new store) or 'a' (append to the store retile wrote there)"
+                )))
+            }
+        };
         let missing: Vec<&str> = [
             (shape.is_none(), "shape"),
             (tile.is_none(), "tile"),
@@ -501,7 +514,7 @@ impl Stream {
                 None => String::new(),
             },
             shard,
-            codec: Some(codec.to_string()),
+            codec: codec.map(str::to_string),
             fill: fill
                 .map(|v| v.str().map(|t| t.to_string().into()))
                 .transpose()?,
@@ -539,6 +552,19 @@ impl Stream {
             ..Default::default()
         };
         let inner = match (many, output) {
+            (_, output) if appending => {
+                let Some(output) = output.filter(|_| !many && !overwrite) else {
+                    return Err(PyValueError::new_err(match many {
+                        true => "mode='a' appends to one array or image; a stream of several arrays (arrays=, plate=) cannot append yet",
+                        false if overwrite => "mode='a' appends to the store there, overwrite=True deletes it: give one of them",
+                        false => "mode='a' appends to a store: give its output",
+                    }));
+                };
+                let backend = backend_named(backend, threads).map_err(stream_err)?;
+                let continuation =
+                    Continuation::open(&output, &one, store, backend).map_err(stream_err)?;
+                Acquisition::appending(&continuation, backend).map_err(stream_err)?
+            }
             (true, None) => {
                 return Err(PyValueError::new_err(
                     "arrays= and plate= write a store: give an output",
@@ -607,6 +633,21 @@ impl Stream {
             dtype,
             finished: Mutex::new(None),
         })
+    }
+
+    /// The planes the store claimed when this stream opened it: for a
+    /// stream appending to a store (``mode="a"``), the plane its first
+    /// append goes on from (0 for a new store). After a crash, feed the
+    /// recording from this plane on.
+    ///
+    /// Example::
+    ///
+    ///     s = retile.Stream(None, shape=(0, 4), tile=(1, 4), dtype="u8")
+    ///     assert s.planes_claimed == 0
+    #[getter]
+    fn planes_claimed(&self) -> PyResult<u64> {
+        let inner = self.shared.inner.try_lock().map_err(|_| busy())?;
+        Ok(inner.claimed_at_open())
     }
 
     /// Appends a piece of the row-major input: any object with the buffer

@@ -43,6 +43,15 @@ def frame_records(path):
     return [json.loads(t) if t else None for t in texts.tolist()]
 
 
+def user_attributes(node):
+    """A node's attributes as zarr-python reads them, less retile's record
+    of the array (the attribute `retile`, checked to be one): the user's."""
+    attrs = node.attrs.asdict()
+    record = attrs.pop("retile")
+    assert record["version"] == 1 and {"shape", "tile", "dtype"} <= set(record["array"])
+    return attrs
+
+
 # attributes --------------------------------------------------------------------
 
 def test_attributes_are_the_arrays_and_updates_are_seen_after_the_next_claim(tmp_path):
@@ -52,20 +61,20 @@ def test_attributes_are_the_arrays_and_updates_are_seen_after_the_next_claim(tmp
     with retile.Stream(str(out), shape=(0, 4, 4), tile=(1, 4, 4), dtype="u16",
                        attributes=given) as s:
         # the stream's first zarr.json (no plane claimed) already holds them
-        assert zarr.open_array(str(out), mode="r").attrs.asdict() == given
+        assert user_attributes(zarr.open_array(str(out), mode="r")) == given
         s.append(frame)
         wait_for(lambda: claimed(out) == 1, "the first claim")
         s.set_attributes({"temperature": 37.0, "ok": False})
         # nothing is claimed meanwhile, so nothing is written
-        assert zarr.open_array(str(out), mode="r").attrs.asdict() == given
+        assert user_attributes(zarr.open_array(str(out), mode="r")) == given
         s.append(frame)
         wait_for(lambda: claimed(out) == 2, "the second claim")
         expected = {**given, "temperature": 37.0, "ok": False}
-        assert zarr.open_array(str(out), mode="r").attrs.asdict() == expected
+        assert user_attributes(zarr.open_array(str(out), mode="r")) == expected
         s.set_attributes({"last": "before finish"})
     expected["last"] = "before finish"
     array = zarr.open_array(str(out), mode="r")
-    assert array.attrs.asdict() == expected
+    assert user_attributes(array) == expected
     assert array.shape == (2, 4, 4)
 
 
@@ -82,7 +91,7 @@ def test_an_images_attributes_are_its_groups_and_ome_is_untouched(tmp_path, pyra
         s.set_attributes({"objective": "20x"})
         s.append(frames[1:])
     ome = zarr.open_group(str(plain), mode="r").attrs["ome"]
-    attrs = zarr.open_group(str(user), mode="r").attrs.asdict()
+    attrs = user_attributes(zarr.open_group(str(user), mode="r"))
     assert attrs == {"ome": ome, "sample": "m7", "objective": "20x"}
     np.testing.assert_array_equal(zarr.open_array(str(user / "0"), mode="r")[...], frames)
     models = pytest.importorskip("ome_zarr_models.v05.image")
@@ -119,7 +128,7 @@ def test_bad_attributes_are_refused_and_change_nothing(tmp_path, bad, message):
         with pytest.raises(ValueError, match=message):
             s.append(bytes(4), metadata=bad)
         s.append(bytes(4), metadata={"good": 1})
-    assert zarr.open_array(str(out), mode="r").attrs.asdict() == {"kept": 1}
+    assert user_attributes(zarr.open_array(str(out), mode="r")) == {"kept": 1}
     # the refused append took nothing
     assert s.summary["planes"] == 2
     assert frame_records(out) == [None, {"good": 1}]
@@ -134,7 +143,7 @@ def test_set_attributes_key_names_the_one_array_and_needs_a_live_output(tmp_path
     s.finish()
     with pytest.raises(RuntimeError, match="finished"):
         s.set_attributes({"b": 2})
-    assert zarr.open_array(str(out), mode="r").attrs.asdict() == {"a": 1}
+    assert user_attributes(zarr.open_array(str(out), mode="r")) == {"a": 1}
     measured = retile.Stream(None, shape=(0, 4), tile=(1, 4), dtype="u8")
     with pytest.raises(ValueError, match="without an output"):
         measured.set_attributes({"a": 1})

@@ -120,6 +120,7 @@ def test_attributes_records_and_skipped_planes_in_s3_read_back(endpoint, pyramid
     assert s.summary["skipped_planes"] == 4
     node = zarr.open_group if pyramid else zarr.open_array
     attrs = node(url, mode="r", storage_options=options).attrs.asdict()
+    assert attrs.pop("retile")["array"]["shape"] == [0, 16, 16]  # retile's record of the array
     assert {k: v for k, v in attrs.items() if k != "ome"} == {"sample": "m7", "gap": 4}
     level0 = zarr.open_array(url + ("/0" if pyramid else ""), mode="r", storage_options=options)[...]
     np.testing.assert_array_equal(level0, np.concatenate([data[:3], np.zeros((4, 16, 16), np.uint16), data[3:]]))

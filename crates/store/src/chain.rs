@@ -143,6 +143,15 @@ impl ChainLink {
         self.level
     }
 
+    /// The level's array claims `planes` already (a stream appending to
+    /// it): its claims, and the levels' below it, go on from there.
+    pub(crate) fn start_at(&self, planes: u64) {
+        if let Some(level) = self.chain.lock().get_mut(self.level) {
+            level.claimed = planes;
+            level.wanted = planes;
+        }
+    }
+
     /// Hands the array's own claim to the chain: the level's claims are
     /// made through it from here on.
     pub(crate) fn attach(&self, claim: Claim) {

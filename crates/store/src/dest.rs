@@ -11,8 +11,8 @@ use std::sync::Arc;
 use retile_plan::StreamError;
 
 use crate::directory::{
-    abandon, open_unlocked, prepare_directory, prepare_inner_directory, sync_directory,
-    HeldDirectory,
+    abandon, open_unlocked, prepare_directory, prepare_inner_directory, remove_rows_from,
+    reopen_directory, reopen_inner_directory, sync_directory, HeldDirectory, ASIDE,
 };
 use crate::error::{quoted, DestError};
 use crate::files::{direct_io_works, replace_atomically, LocalFile, Placed};
@@ -39,6 +39,9 @@ pub(crate) enum Dest {
 pub(crate) enum Open {
     /// A file.
     Local(LocalFile),
+    /// A file written beside `target` and renamed over it when closed
+    /// (`target` removed instead where nothing is stored).
+    Replacing { file: LocalFile, target: PathBuf },
     /// An object: its bytes not yet uploaded and its multipart upload.
     Object(Upload),
 }
@@ -47,7 +50,7 @@ impl Open {
     /// Bytes placed so far: the offset the next append lands at.
     pub fn len(&self) -> u64 {
         match self {
-            Open::Local(file) => file.len(),
+            Open::Local(file) | Open::Replacing { file, .. } => file.len(),
             Open::Object(upload) => upload.offset(),
         }
     }
@@ -56,7 +59,7 @@ impl Open {
     /// writes them with [`Placed::write`] once it has released the lock.
     pub fn append(&mut self, bytes: &[u8]) -> Result<Placed, DestError> {
         match self {
-            Open::Local(file) => Ok(file.append(bytes)?),
+            Open::Local(file) | Open::Replacing { file, .. } => Ok(file.append(bytes)?),
             Open::Object(upload) => upload.push(bytes).map(|()| Placed::Written),
         }
     }
@@ -69,7 +72,32 @@ impl Open {
     pub fn close(&mut self, sync: bool) -> Result<u64, DestError> {
         match self {
             Open::Local(file) => Ok(file.close(sync)?),
+            Open::Replacing { file, target } => {
+                let len = file.close(sync)?;
+                std::fs::rename(file.path(), &*target)?;
+                Ok(len)
+            }
             Open::Object(upload) => upload.close(),
+        }
+    }
+
+    /// Ends a file or object that received nothing (a chunk of fill alone,
+    /// a shard of nothing but such chunks): nothing is made, and a file it
+    /// was to replace is removed (what that file held of claimed planes
+    /// was fill too).
+    pub fn discard(&mut self) -> Result<(), DestError> {
+        match self {
+            Open::Replacing { file, target } => {
+                // a killed stream's file beside it goes too
+                for path in [&*target, file.path()] {
+                    match std::fs::remove_file(path) {
+                        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e.into()),
+                        _ => {}
+                    }
+                }
+                Ok(())
+            }
+            Open::Local(_) | Open::Object(_) => Ok(()),
         }
     }
 }
@@ -85,6 +113,12 @@ impl Dest {
     /// [`StorePath::classify`] refuses is refused here, before anything is made.
     pub fn prepare(path: &Path, options: &ZarrOptions) -> Result<Dest, StreamError> {
         let root = match StorePath::classify(path)? {
+            StorePath::S3 { .. } if options.resume.is_some() => {
+                return Err(StreamError::Invalid(format!(
+                    "appending to a store in S3 ({}) is not built yet: append to a local store, or write a new S3 store",
+                    path.display()
+                )))
+            }
             StorePath::S3 { bucket, prefix } => {
                 let bucket = Bucket::connect(&bucket, &prefix, path, &options.s3)?;
                 bucket.prepare(options.overwrite)?;
@@ -92,7 +126,10 @@ impl Dest {
             }
             StorePath::Local(root) => root,
         };
-        let held = prepare_directory(&root, options.overwrite)?;
+        let held = match options.resume {
+            Some(_) => reopen_directory(&root)?,
+            None => prepare_directory(&root, options.overwrite)?,
+        };
         Ok(Dest::Local {
             held,
             direct: !options.buffered_io && direct_io_works(&root),
@@ -156,6 +193,49 @@ impl Dest {
         }
     }
 
+    /// A file at `key` that replaces the one there when it is closed: it
+    /// is written beside (`key` with [`ASIDE`] after it) and renamed over,
+    /// so that a reader, or a stream killed meanwhile, sees the old file
+    /// whole or the new one whole. An object replaces the old one when its
+    /// upload completes, as [`Dest::fresh`] does.
+    pub fn replacing(&self, key: &str, parts_in_flight: usize, expected: u64) -> Open {
+        match self {
+            Dest::Local { root, direct, .. } => Open::Replacing {
+                file: LocalFile::new(root.join(format!("{key}{ASIDE}")), *direct),
+                target: root.join(key),
+            },
+            Dest::Object(_) => self.fresh(key, parts_in_flight, expected),
+        }
+    }
+
+    /// The metadata document `key` as it is in the store (a stream
+    /// appending to the store reads what it claims).
+    pub fn read_metadata(&self, key: &str) -> Result<Vec<u8>, DestError> {
+        match self {
+            Dest::Local { root, .. } => Ok(std::fs::read(root.join(key))?),
+            Dest::Object(bucket) => Err(format!(
+                "{} is in S3, where appending is not built yet",
+                bucket.url().display()
+            )
+            .into()),
+        }
+    }
+
+    /// Removes the array's chunk or shard files whose first grid
+    /// coordinate is `first_row` or more: the rows past its claim, which a
+    /// killed stream may have written (a stream appending to the array
+    /// removes them before it writes).
+    pub fn remove_rows_from(&self, first_row: u64) -> Result<(), DestError> {
+        match self {
+            Dest::Local { root, .. } => Ok(remove_rows_from(root, first_row)?),
+            Dest::Object(bucket) => Err(format!(
+                "{} is in S3, where appending is not built yet",
+                bucket.url().display()
+            )
+            .into()),
+        }
+    }
+
     /// Writes the metadata `key` whole, replacing what was there: a reader
     /// sees the old document or the new one, never part of one, and never
     /// before the files closed ahead of it are whole. `durable`: a local
@@ -189,7 +269,10 @@ impl Dest {
         match self {
             Dest::Local { root, direct, held } => {
                 let root = root.join(key);
-                prepare_inner_directory(&root)?;
+                match options.resume {
+                    Some(_) => reopen_inner_directory(&root)?,
+                    None => prepare_inner_directory(&root)?,
+                }
                 Ok(Dest::Local {
                     root,
                     direct: *direct,

@@ -27,6 +27,11 @@ use crate::lock::{live_owner, refusal, LocalLock, LOCK_NAME};
 pub(crate) const LEFTOVERS: [&str; 3] =
     [".zarr.json.partial", ".retile-direct-io-probe", LOCK_NAME];
 
+/// The suffix of a chunk or shard file written beside the one it replaces
+/// (a stream appending to a store rewrites the row its claim ends in), and
+/// renamed over it once whole: a leftover where the stream was killed.
+pub(crate) const ASIDE: &str = ".partial";
+
 /// A store's directory held for one stream: its lock, and the directory
 /// open from before the first byte was written, so that syncing its file
 /// system reports every failed write-back since.
@@ -38,6 +43,9 @@ pub(crate) struct HeldDirectory {
     dir: File,
     /// This stream made the directory.
     created: bool,
+    /// The stream appends to the store that was there: a failed start
+    /// leaves it as it was.
+    resumed: bool,
 }
 
 impl HeldDirectory {
@@ -162,8 +170,10 @@ fn chunk_tree(dir: &Path) -> Result<(), Keep> {
     for entry in std::fs::read_dir(dir)? {
         let entry = entry?;
         let (path, kind) = (entry.path(), entry.file_type()?);
-        let name = entry.file_name();
-        if !is_number(&name.to_string_lossy()) || !(kind.is_file() || kind.is_dir()) {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let chunk = is_number(&name) && (kind.is_file() || kind.is_dir());
+        let aside = kind.is_file() && name.strip_suffix(ASIDE).is_some_and(is_number);
+        if !(chunk || aside) {
             return Err(Keep::Foreign(path));
         }
         if kind.is_dir() {
@@ -305,6 +315,7 @@ pub(crate) fn prepare_directory(
         lock: Some(lock),
         dir,
         created,
+        resumed: false,
     });
     // again under the lock: another stream may have written meanwhile
     if let Err(e) = check_contents(path, overwrite, true) {
@@ -333,7 +344,72 @@ pub(crate) fn open_unlocked(path: &Path) -> Result<Arc<HeldDirectory>, StreamErr
         lock: None,
         dir,
         created: false,
+        resumed: false,
     }))
+}
+
+/// Locks the store at `path` for a stream that appends to it: the
+/// directory must hold a Zarr array or group, which is kept as it is;
+/// refused while another stream writes it or a store around it (the lock
+/// of a killed stream is released by the kernel, so it never refuses).
+pub(crate) fn reopen_directory(path: &Path) -> Result<Arc<HeldDirectory>, StreamError> {
+    let fail = |doing: &str, e: io::Error| store_error(path, doing, e);
+    follow(path)?;
+    check_enclosing_stores(path)?;
+    if !path.join("zarr.json").is_file() {
+        return Err(StreamError::Invalid(format!(
+            "{} holds no Zarr store to append to (no zarr.json); write a new store there without appending",
+            path.display()
+        )));
+    }
+    let lock = LocalLock::acquire(path)
+        .map_err(|e| fail("locking the store", e))?
+        .map_err(|owner| refusal(path, &owner))?;
+    let dir = File::open(path).map_err(|e| fail("opening the store directory", e))?;
+    Ok(Arc::new(HeldDirectory {
+        lock: Some(lock),
+        dir,
+        created: false,
+        resumed: true,
+    }))
+}
+
+/// Checks that the array inside a store this stream holds (a level of an
+/// image) is there to be appended to.
+pub(crate) fn reopen_inner_directory(path: &Path) -> Result<(), StreamError> {
+    follow(path)?;
+    match path.join("zarr.json").is_file() {
+        true => Ok(()),
+        false => Err(StreamError::Invalid(format!(
+            "{} holds no Zarr array to append to (no zarr.json): the store is not whole",
+            path.display()
+        ))),
+    }
+}
+
+/// Removes the chunk or shard files of the array at `path` whose first
+/// grid coordinate is `first_row` or more (`c/<row>/...`): rows a killed
+/// stream wrote and never claimed.
+pub(crate) fn remove_rows_from(path: &Path, first_row: u64) -> io::Result<()> {
+    let chunks = path.join("c");
+    let entries = match std::fs::read_dir(&chunks) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    for entry in entries {
+        let entry = entry?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let row = name.strip_suffix(ASIDE).unwrap_or(&name);
+        if !row.parse::<u64>().is_ok_and(|row| row >= first_row) {
+            continue;
+        }
+        match entry.file_type()?.is_dir() {
+            true => std::fs::remove_dir_all(entry.path())?,
+            false => std::fs::remove_file(entry.path())?,
+        }
+    }
+    Ok(())
 }
 
 /// Makes the directory of an array inside a store this stream holds (a
@@ -358,6 +434,9 @@ pub(crate) fn prepare_inner_directory(path: &Path) -> Result<(), StreamError> {
 /// `path`: every entry but the lock, and the directory itself (once the
 /// lock is released) if the stream made it.
 pub(crate) fn abandon(path: &Path, held: &HeldDirectory) {
+    if held.resumed {
+        return;
+    }
     let _ = empty(path);
     if held.created {
         held.remove_dir_on_release();

@@ -93,6 +93,13 @@ impl LocalFile {
         }
     }
 
+    /// Where the file is.
+    pub fn path(&self) -> &Path {
+        match self {
+            LocalFile::Buffered { path, .. } | LocalFile::Direct { path, .. } => path,
+        }
+    }
+
     /// The length of the file once every placed append is written.
     pub fn len(&self) -> u64 {
         match self {

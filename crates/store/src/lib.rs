@@ -60,7 +60,7 @@ pub use codec::{BloscKind, Codec, Shuffle};
 pub use dest::{StorePath, MAX_PREFIX_BYTES};
 pub use group::Group;
 pub use object::{s3_client, S3Options, S3Traffic, IN_FLIGHT_PARTS, PART_BYTES, ROWS_COMPLETING};
-pub use options::{SyncPolicy, ZarrOptions, MAX_WRITERS};
+pub use options::{Resume, SyncPolicy, ZarrOptions, MAX_WRITERS};
 pub use retry::{Cancel, STOP_GRACE};
 pub use root::StoreRoot;
 pub use user::{UserMetadata, FRAME_CHUNK, FRAME_METADATA, RESERVED_ATTRIBUTES};

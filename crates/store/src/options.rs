@@ -70,6 +70,42 @@ pub struct ZarrOptions {
     /// array's claims (`None`: none). The levels of an OME-Zarr image
     /// share level 0's: they describe the image.
     pub user: Option<UserMetadata>,
+    /// Continue the array already at `path` instead of making a new one
+    /// (`None`: a new store). Its metadata must describe the array these
+    /// options and the stream's plan make; see [`Resume`].
+    pub resume: Option<Resume>,
+    /// retile's own record of the array (how it was asked for), written as
+    /// the `retile` attribute of the array's `zarr.json`, from which a
+    /// later stream appending to it learns its options (`None`: none).
+    pub record: Option<serde_json::Value>,
+}
+
+/// Where a stream appending to an existing array continues: its first
+/// plane is the array's plane `first_plane`, which begins a row of files
+/// (a multiple of the tile's first extent times the shard's) within the
+/// planes the array claims (read from its `zarr.json` once the store is
+/// locked).
+///
+/// The files of the rows that hold claimed planes are written beside and
+/// renamed over the old ones (one left with nothing to store is removed,
+/// its claimed planes being fill), so that a claimed plane never reads
+/// differently, whenever the stream stops; the files of the rows past the
+/// claim (a killed stream's unclaimed rows) are removed first. The claim
+/// never shrinks: the stream claims again once its planes go past it.
+///
+/// ```
+/// use retile_store::{Resume, ZarrOptions};
+/// let options = ZarrOptions {
+///     path: "out.zarr".into(),
+///     resume: Some(Resume { first_plane: 8 }),
+///     ..Default::default()
+/// };
+/// assert_eq!(options.resume.unwrap().first_plane, 8);
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Resume {
+    /// The array's plane that the stream's first plane is.
+    pub first_plane: u64,
 }
 
 /// When a local store's data reaches the disk, and so which claims survive

@@ -44,8 +44,11 @@ impl MetadataWriter {
         MetadataWriter {
             user,
             node,
+            // the records' array is made new, even in a store appended to
             options: ZarrOptions {
                 user: None,
+                resume: None,
+                record: None,
                 ..options.clone()
             },
             group,

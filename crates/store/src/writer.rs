@@ -40,6 +40,12 @@ pub(crate) struct WriterSetup {
     /// Every row's files and directories synced before it is claimed.
     pub sync_rows: bool,
     pub claim: Claim,
+    /// The array's epoch that the stream's first epoch is (a stream
+    /// appending to an array: a multiple of the shard's depth; else 0).
+    pub first_epoch: u64,
+    /// Rows below this one hold planes the array claimed before the
+    /// stream: their files are written beside and renamed over the old.
+    pub replaced_rows: u64,
 }
 
 /// Writes the epochs of one array with the tasks of a writer pool.
@@ -55,8 +61,12 @@ struct Shared {
     dest: Dest,
     /// Planes per epoch.
     epoch_planes: u64,
-    /// The last epoch of a bounded stream.
+    /// The last epoch of a bounded stream (of the array).
     last_epoch: Option<u64>,
+    /// The array's epoch that the stream's first epoch is.
+    first_epoch: u64,
+    /// Rows whose files replace files holding claimed planes.
+    replaced_rows: u64,
     fill_pattern: Vec<u8>,
     parts_in_flight: usize,
     file_bytes: u64,
@@ -180,12 +190,15 @@ impl EpochWriter {
     pub fn new(setup: WriterSetup) -> EpochWriter {
         let spec = setup.plan.spec();
         let tile_bytes = setup.plan.tile_bytes();
-        let last_epoch =
-            (!spec.is_unbounded()).then(|| spec.shape()[0].div_ceil(spec.tile()[0]).max(1) - 1);
+        let last_epoch = (!spec.is_unbounded())
+            .then(|| spec.shape()[0].div_ceil(spec.tile()[0]).max(1) - 1 + setup.first_epoch);
         let esize = setup.fill.len().max(1);
+        let first_row = setup.first_epoch / setup.grid.depth().max(1);
         let shared = Shared {
             epoch_planes: spec.tile()[0],
             last_epoch,
+            first_epoch: setup.first_epoch,
+            replaced_rows: setup.replaced_rows,
             fill_pattern: setup.fill.repeat(64 / esize),
             per_task: (TASK_BYTES / tile_bytes.max(1)).max(1) as usize,
             one_epoch_at_a_time: setup.dest.is_object_store(),
@@ -197,7 +210,7 @@ impl EpochWriter {
             file_bytes: setup.file_bytes,
             rows: Mutex::new(HashMap::new()),
             claims: Mutex::new(Claims {
-                next_row: 0,
+                next_row: first_row,
                 closed: BTreeMap::new(),
                 claim: setup.claim,
             }),
@@ -233,10 +246,11 @@ impl EpochWriter {
             shared.encoder.check_device(encoded.codec)?;
         }
         let depth = shared.grid.depth();
-        let (row_index, depth_pos) = (epoch.index / depth, epoch.index % depth);
+        let index = epoch.index + shared.first_epoch;
+        let (row_index, depth_pos) = (index / depth, index % depth);
         let row = shared.row(row_index);
         row.planes_end.fetch_max(
-            epoch.index * shared.epoch_planes + epoch.planes,
+            index * shared.epoch_planes + epoch.planes,
             Ordering::Relaxed,
         );
         let mut by_file: Vec<std::vec::IntoIter<Task>> = (0..shared.grid.files_per_row())
@@ -404,12 +418,13 @@ impl Shared {
             .or_insert_with(|| {
                 let files = (0..self.grid.files_per_row())
                     .map(|f| {
+                        let key = self.grid.key(index, f);
+                        let (parts, bytes) = (self.parts_in_flight, self.file_bytes);
                         Mutex::new(FileState {
-                            out: Some(self.dest.fresh(
-                                &self.grid.key(index, f),
-                                self.parts_in_flight,
-                                self.file_bytes,
-                            )),
+                            out: Some(match index < self.replaced_rows {
+                                true => self.dest.replacing(&key, parts, bytes),
+                                false => self.dest.fresh(&key, parts, bytes),
+                            }),
                             index: vec![MISSING; self.grid.chunks_per_file()],
                             landed: 0,
                         })
@@ -559,7 +574,10 @@ impl Shared {
                 Some(out.close(self.sync_rows).map_err(&io)?)
             }
             false if out.len() > 0 => Some(out.close(self.sync_rows).map_err(&io)?),
-            _ => None,
+            _ => {
+                out.discard().map_err(&io)?;
+                None
+            }
         };
         if let Some(len) = stored {
             self.counters.stored_bytes.fetch_add(len, Ordering::Relaxed);

@@ -59,6 +59,9 @@ struct Store {
     pool: Arc<rayon::ThreadPool>,
 }
 
+/// The attribute retile's own record of an array is kept under.
+pub(crate) const RECORD_KEY: &str = "retile";
+
 /// Bytes of unfinished parts the open shards of a row may keep between
 /// epochs in object storage (a part goes up only when whole).
 const MAX_HELD_PARTS: u64 = 4 << 30;
@@ -256,6 +259,11 @@ impl ZarrSink {
         if let Some(names) = &self.options.dimension_names {
             builder.dimension_names(Some(names.clone()));
         }
+        if let Some(record) = &self.options.record {
+            let mut attributes = serde_json::Map::new();
+            attributes.insert(RECORD_KEY.into(), record.clone());
+            builder.attributes(attributes);
+        }
         builder
             .build(Arc::new(MemoryStore::new()), "/")
             .map_err(|e| store_error(path, "creating the array", e))
@@ -345,6 +353,52 @@ fn slab_grid(
     Ok(grid.offset_rows(first_plane / row_planes))
 }
 
+/// The planes the array in `dest` claims, for a stream appending to it
+/// from its plane `first_plane`: its `zarr.json` must describe the array
+/// `array` does (but for its first extent, and its attributes), and
+/// `first_plane` must begin a row of files (`row_planes` planes each)
+/// within the claim.
+fn claimed_planes(
+    dest: &Dest,
+    array: &Array<MemoryStore>,
+    first_plane: u64,
+    row_planes: u64,
+) -> Result<u64, StreamError> {
+    let root = dest.name();
+    let bytes = dest
+        .read_metadata("zarr.json")
+        .map_err(|e| store_error(root, "reading the array metadata zarr.json", e))?;
+    let mut found: serde_json::Value = serde_json::from_slice(&bytes)
+        .map_err(|e| store_error(root, "reading the array metadata zarr.json", e))?;
+    let claimed = found["shape"][0].as_u64().unwrap_or(0);
+    let planes = |document: &serde_json::Value| match document["shape"].as_array() {
+        Some(shape) if !shape.is_empty() => shape[1..].to_vec(),
+        _ => Vec::new(),
+    };
+    let mut made = serde_json::to_value(array.metadata())
+        .map_err(|e| store_error(root, "describing the array", e))?;
+    let extents = (planes(&found), planes(&made));
+    for document in [&mut found, &mut made] {
+        if let Some(object) = document.as_object_mut() {
+            object.remove("attributes");
+            object.remove("shape");
+        }
+    }
+    if found != made || extents.0 != extents.1 {
+        return Err(StreamError::Invalid(format!(
+            "the array at {} is not the one this stream would write (its zarr.json describes another type, tile, shards, codec or fill): append with the store's own options",
+            root.display()
+        )));
+    }
+    if first_plane > claimed || !first_plane.is_multiple_of(row_planes.max(1)) {
+        return Err(StreamError::Invalid(format!(
+            "a stream appending to {} starts at a row of its files ({row_planes} planes each) within its {claimed} claimed planes, not at plane {first_plane}",
+            root.display()
+        )));
+    }
+    Ok(claimed)
+}
+
 impl ZarrSink {
     /// Opens the array in `dest` and starts its writer: [`Sink::begin`]'s
     /// work once the store is ready.
@@ -380,15 +434,39 @@ impl ZarrSink {
             }
             None => MetadataWriter::new(user, dest.clone(), &self.options, None),
         });
+        let first_plane = self.options.resume.map_or(0, |r| r.first_plane);
+        let row_planes = plan.spec().tile()[0].saturating_mul(grid.depth());
+        let claimed = match self.options.resume {
+            Some(_) => claimed_planes(&dest, &array, first_plane, row_planes)?,
+            None => 0,
+        };
+        let replaced_rows = claimed.div_ceil(row_planes.max(1));
+        if self.options.resume.is_some() {
+            dest.remove_rows_from(replaced_rows).map_err(|e| {
+                store_error(
+                    dest.name(),
+                    "removing the rows a stopped stream did not claim",
+                    e,
+                )
+            })?;
+        }
         let metadata = dest.clone();
         let claim: Claim = match &self.chain {
             _ if self.slab.is_some() => unclaimed(metadata),
             chain => {
-                claim(&mut array, &dest, user.as_mut(), 0, sync_rows)?;
+                claim(&mut array, &dest, user.as_mut(), claimed, sync_rows)?;
                 let own: Claim = Box::new(move |planes, claiming| {
                     let durable = sync_rows || claiming == Claiming::Last;
+                    // the array claims what it did before the stream, at least
+                    let planes = planes.max(claimed);
+                    if planes == claimed && claiming == Claiming::Row {
+                        return Ok(());
+                    }
                     claim(&mut array, &metadata, user.as_mut(), planes, durable)
                 });
+                if let Some(link) = chain {
+                    link.start_at(claimed);
+                }
                 chained(chain.as_ref(), own)
             }
         };
@@ -403,6 +481,8 @@ impl ZarrSink {
             file_bytes,
             sync_rows,
             claim,
+            first_epoch: first_plane / plan.spec().tile()[0].max(1),
+            replaced_rows,
         });
         self.store = Some(Store {
             writer,
@@ -457,7 +537,8 @@ impl Sink for ZarrSink {
     }
 
     fn finish(&mut self, planes: u64) -> Result<(), StreamError> {
-        self.store()?.writer.finish(planes)
+        let first_plane = self.options.resume.map_or(0, |r| r.first_plane);
+        self.store()?.writer.finish(planes + first_plane)
     }
 
     /// The array's codec, where a GPU can write it, and where

@@ -36,8 +36,9 @@
 pub use retile_halving::Method;
 pub use retile_ngff::{
     backend_named, check_key, default_axes, groups_of, open_ngff, open_output, pyramid_named,
-    resolve_input_order, Acquisition, AcquisitionSettings, ArrayOptions, Axis, Budget, DimRef,
-    JobStore, NgffOptions, Output, Plate, ResolvedArray, SlabJob, NGFF_VERSION,
+    resolve_input_order, Acquisition, AcquisitionSettings, ArrayOptions, Axis, Budget,
+    Continuation, DimRef, JobStore, NgffOptions, Output, Plate, ResolvedArray, SlabJob,
+    NGFF_VERSION, RECORD_VERSION,
 };
 pub use retile_plan::{
     CodecOn, DType, DeviceCodec, EncodedChunks, Epoch, LevelSummary, MemorySink, NullSink,
@@ -46,7 +47,7 @@ pub use retile_plan::{
 };
 pub use retile_pyramid::{AnyStream, Backend, MultiscaleStream, PyramidOptions, MAX_LEVELS};
 pub use retile_store::{
-    BloscKind, Cancel, ClaimChain, Codec, Group, S3Options, S3Traffic, Shuffle, StorePath,
+    BloscKind, Cancel, ClaimChain, Codec, Group, Resume, S3Options, S3Traffic, Shuffle, StorePath,
     StoreRoot, SyncPolicy, UserMetadata, ZarrOptions, ZarrSink, FRAME_CHUNK, FRAME_METADATA,
     IN_FLIGHT_PARTS, MAX_PREFIX_BYTES, MAX_WRITERS, PART_BYTES, RESERVED_ATTRIBUTES,
     ROWS_COMPLETING, STOP_GRACE,

@@ -39,6 +39,16 @@ class Stream:
     with ``append(frame, key="cam0")`` (a plate's ``key="A/1/0"``);
     ``memory`` is then the budget every array's buffers share, and
     ``summary`` is a dict by key.
+
+    ``mode="a"`` appends to the array or image retile wrote at ``output``
+    (after a restart or a crash): its shape, dtype, tile, shards, codec,
+    fill and pyramid come from the store (an argument that contradicts them
+    is a ``ValueError``), the row of files its claim ends in is rewritten
+    whole, and ``planes_claimed`` says which plane the first append is::
+
+        with retile.Stream("out.zarr", mode="a") as s:
+            for frame in frames[s.planes_claimed:]:
+                s.append(frame)
     """
 
     def __init__(
@@ -48,7 +58,7 @@ class Stream:
         tile: Optional[Sequence[int]] = None,
         dtype: Any = None,
         shard: Optional[Sequence[int]] = None,
-        codec: str = "none",
+        codec: Optional[str] = None,
         fill: Any = 0,
         dim_names: Optional[Sequence[str]] = None,
         input_order: Optional[Sequence[Union[str, int]]] = None,
@@ -75,7 +85,16 @@ class Stream:
         plate: Optional[Dict[str, Any]] = None,
         image: Optional[Dict[str, Any]] = None,
         attributes: Optional[Dict[str, Any]] = None,
+        mode: str = "w",
     ) -> None: ...
+    @property
+    def planes_claimed(self) -> int:
+        """Planes the store claimed when the stream opened it: with ``mode="a"``, the plane the first append goes on from (0 for a new store).
+
+        Example::
+
+            start = retile.Stream("out.zarr", mode="a").planes_claimed
+        """
     def append(self, data: Any, key: Optional[str] = None, metadata: Optional[Dict[str, Any]] = None) -> int:
         """Appends a C-contiguous buffer (no copy, GIL released); returns the bytes taken.
 
