@@ -35,6 +35,7 @@ from __future__ import annotations
 import math
 import os
 import time
+from urllib.parse import urlparse
 
 try:
     import dask
@@ -84,6 +85,31 @@ def _parallelism(client) -> int:
     return os.cpu_count() or 1
 
 
+def _task_threads(client) -> dict:
+    """Task threads on each host of ``client``'s cluster (empty without one)."""
+    if client is None:
+        return {}
+    hosts: dict = {}
+    for address, info in client.scheduler_info().get("workers", {}).items():
+        host = info.get("host") or urlparse(address).hostname
+        hosts[host] = hosts.get(host, 0) + int(info.get("nthreads", 1))
+    return hosts
+
+
+def _fair_share(hosts: dict) -> int:
+    """Threads for one task's tiling and writing: its machine's cores shared
+    by the task threads of the workers on that machine (each worker process
+    has pools of its own, and 16 processes each with pools of 16 threads
+    would run 512 threads on 16 cores); 0 (every core) outside a
+    ``distributed`` worker, where one process's tasks share its pools."""
+    try:
+        from distributed import get_worker
+        host = urlparse(get_worker().address).hostname
+    except (ImportError, ValueError):
+        return 0
+    return max(1, (os.cpu_count() or 1) // max(1, hosts.get(host, 1)))
+
+
 def _slab_bounds(total: int, unit: int, unit_bytes: int, parallelism: int) -> list[tuple[int, int]]:
     """Slabs of whole units of ``unit`` planes covering ``total`` planes:
     about ``SLAB_BYTES`` each, but at least one per thread where the units
@@ -95,8 +121,13 @@ def _slab_bounds(total: int, unit: int, unit_bytes: int, parallelism: int) -> li
     return [(start, min(start + step, total)) for start in range(0, total, step)]
 
 
-def _write_slab(output, options, store, first, block):
-    """A task: one slab written by retile in this worker (the GIL released)."""
+def _write_slab(output, options, store, first, block, hosts):
+    """A task: one slab written by retile in this worker (the GIL released),
+    with its fair share of the machine's cores where none was asked for."""
+    share = _fair_share(hosts) if store["threads"] == 0 else 0
+    if share:
+        store = dict(store, threads=share)
+        options = dict(options, writers=options.get("writers") or share)
     job = _SlabJob(output, options, **store)
     return job.write_slab(first, np.ascontiguousarray(block))
 
@@ -157,8 +188,10 @@ def to_zarr(x, output, *, tile, overwrite=False, threads=0, allow_http=False,
     mean what they mean there); returns the summary (planes, bytes, slabs,
     stored bytes, files, seconds, each level's shape and bytes).
 
-    ``threads`` tiles each slab with that many threads (0: every core of its
-    worker); ``retries``: how often a failed task is run again on a
+    ``threads`` tiles each slab with that many threads (0: on a
+    ``distributed`` cluster, the cores of its machine shared by the task
+    threads of the workers there, for tiling and, unless ``writers`` says
+    otherwise, for writing; every core with the local scheduler); ``retries``: how often a failed task is run again on a
     ``distributed`` cluster (a task whose worker died is run again by the
     scheduler anyway). A failure raises the task's error; the store then
     claims no plane and is unlocked.
@@ -186,13 +219,19 @@ def to_zarr(x, output, *, tile, overwrite=False, threads=0, allow_http=False,
     else:
         x = da.from_array(x, chunks=chunks)
     write = dask.delayed(_write_slab, pure=False)
-    tasks = [write(output, options, store, start, block)
+    hosts = _task_threads(client)
+    tasks = [write(output, options, store, start, block, hosts)
              for (start, _), block in zip(bounds, x.to_delayed().ravel())]
     return _run(job, tasks, client, retries)
 
 
-def _copy_slab(src, dst, rechunk, first, planes):
-    """A task: planes ``first..first+planes`` of ``src`` re-tiled into ``dst``."""
+def _copy_slab(src, dst, rechunk, first, planes, hosts):
+    """A task: planes ``first..first+planes`` of ``src`` re-tiled into
+    ``dst``, with its fair share of the machine's cores where no
+    ``threads`` was asked for."""
+    share = _fair_share(hosts) if not rechunk.get("threads") else 0
+    if share:
+        rechunk = dict(rechunk, threads=share)
     job = _SlabJob.rechunk(src, dst, **rechunk)
     return job.copy_slab(first, planes)
 
@@ -222,5 +261,6 @@ def rechunk(src, dst, tile, *, client, memory=None, retries=2, **rechunk_args):
     bounds = _slab_bounds(shape[0], job.slab_planes, job.slab_planes * plane_bytes,
                           _parallelism(client))
     copy = dask.delayed(_copy_slab, pure=False)
-    tasks = [copy(str(src), str(dst), args, start, end - start) for start, end in bounds]
+    hosts = _task_threads(client)
+    tasks = [copy(str(src), str(dst), args, start, end - start, hosts) for start, end in bounds]
     return _run(job, tasks, client, retries)
