@@ -9,6 +9,11 @@ use retile_halving::Method;
 use retile_plan::StreamError;
 use retile_pyramid::PyramidOptions;
 
+/// The attribute retile keeps its record of an array in (see
+/// `ArrayOptions::record`): the `retile` key of the user's attributes is
+/// reserved for it.
+pub(crate) const RECORD_KEY: &str = "retile";
+
 /// The NGFF version written.
 pub const NGFF_VERSION: &str = "0.5";
 

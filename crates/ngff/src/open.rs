@@ -5,9 +5,7 @@ use retile_plan::{NullSink, StreamError, StreamSpec};
 use retile_pyramid::{Backend, MultiscaleStream, PyramidOptions};
 use retile_store::{ClaimChain, Group, Resume, StoreRoot, ZarrOptions, ZarrSink};
 
-use crate::resume::RECORD_KEY;
-
-use crate::metadata::{check_halved_axes, group_metadata, NgffOptions};
+use crate::metadata::{check_halved_axes, group_metadata, NgffOptions, RECORD_KEY};
 
 /// Opens a stream writing an OME-Zarr image at `zarr.path`: the group's
 /// `zarr.json`, and level `k` of `pyramid` (which halves, unless it says

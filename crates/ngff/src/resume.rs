@@ -29,12 +29,9 @@ use retile_plan::{DType, StreamError};
 use retile_pyramid::{Backend, MultiscaleStream};
 use retile_store::{Codec, Resume, StorePath, ZarrOptions, FRAME_METADATA};
 
-use crate::metadata::default_axes;
+use crate::metadata::{default_axes, RECORD_KEY};
 use crate::open::open_output;
 use crate::options::{ArrayOptions, ResolvedArray};
-
-/// The attribute retile keeps its record of an array in.
-pub(crate) const RECORD_KEY: &str = "retile";
 
 /// The version of the record's layout: a store whose record says another
 /// is refused rather than guessed at.
