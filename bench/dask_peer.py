@@ -138,11 +138,17 @@ def compare(client):
         write_image(x, zarr.open_group(peer_out, mode="w"), scale_factors=[2, 4, 8], method=Methods.LOCAL_MEAN,
                     axes="tyx", storage_options=options)
 
-    theirs = best(ome)
-    datasets = zarr.open_group(peer_out, mode="r").attrs["ome"]["multiscales"][0]["datasets"]
-    assert len(datasets) == 4, datasets
-    assert equal(os.path.join(peer_out, datasets[0]["path"]), x), "ome-zarr-py's level 0 differs"
-    report("4-level mean pyramid vs ome-zarr-py write_image", ours, theirs)
+    try:
+        import ome_zarr  # noqa: F401
+    except ImportError:  # a host without it (its scipy and scikit-image do not fit a device bundle)
+        print(f"  4-level mean pyramid: retile {ours:.2f} s ({gb / ours:.2f} GB/s); ome-zarr-py is not "
+              "installed here, so its write_image was not run", flush=True)
+    else:
+        theirs = best(ome)
+        datasets = zarr.open_group(peer_out, mode="r").attrs["ome"]["multiscales"][0]["datasets"]
+        assert len(datasets) == 4, datasets
+        assert equal(os.path.join(peer_out, datasets[0]["path"]), x), "ome-zarr-py's level 0 differs"
+        report("4-level mean pyramid vs ome-zarr-py write_image", ours, theirs)
 
     src = os.path.join(work, "retile.zarr")
     new_tile = (tile[0] // 2 or 1, tile[1] * 2, tile[2] * 2)
