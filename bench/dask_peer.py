@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """retile on Dask (issue #30) beside Dask's own writers, in one run, on the
 same LocalCluster of worker processes (127.0.0.1), from the same dask
-array (camera-like u16 frames made by the tasks, in dask chunks that line
-up with no shard), into the same file system:
+array (camera-like u16 frames made by the tasks and held in the workers'
+memory before the clock starts, in dask chunks that line up with no
+shard), into the same file system:
 
 1. retile.dask.to_zarr vs dask.array.to_zarr into a zarr-python sharded
    array whose shards are retile's (the dask array rechunked to whole
@@ -61,9 +62,13 @@ def frames(block, block_info=None):
 
 
 def source():
-    # dask chunks of 24 x (size/2 + 8): lined up with no shard
+    """The frames, computed and held in the workers' memory (persisted) in
+    dask chunks of 24 x (size/2 + 8), lined up with no shard: what is timed
+    is the writing of an array a cluster computed, not its computing."""
     chunks = (24, size // 2 + 8, size // 2 + 8)
-    return da.map_blocks(frames, da.empty(shape, chunks=chunks, dtype=np.uint16), dtype=np.uint16)
+    x = da.map_blocks(frames, da.empty(shape, chunks=chunks, dtype=np.uint16), dtype=np.uint16).persist()
+    distributed.wait(x)
+    return x
 
 
 def zarr_codecs():

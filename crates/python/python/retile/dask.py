@@ -96,18 +96,22 @@ def _task_threads(client) -> dict:
     return hosts
 
 
-def _fair_share(hosts: dict) -> int:
+def _fair_share(hosts: dict, tasks: int) -> int:
     """Threads for one task's tiling and writing: its machine's cores shared
-    by the task threads of the workers on that machine (each worker process
-    has pools of its own, and 16 processes each with pools of 16 threads
-    would run 512 threads on 16 cores); 0 (every core) outside a
-    ``distributed`` worker, where one process's tasks share its pools."""
+    by the tasks that run there at once (its workers' task threads, or
+    fewer where the job has fewer tasks than the cluster has threads; each
+    worker process has pools of its own, and 16 processes each with pools
+    of 16 threads would run 512 threads on 16 cores); 0 (every core)
+    outside a ``distributed`` worker, where one process's tasks share its
+    pools."""
     try:
         from distributed import get_worker
         host = urlparse(get_worker().address).hostname
     except (ImportError, ValueError):
         return 0
-    return max(1, (os.cpu_count() or 1) // max(1, hosts.get(host, 1)))
+    here = max(1, hosts.get(host, 1))
+    at_once = min(here, max(1, math.ceil(tasks * here / max(1, sum(hosts.values())))))
+    return max(1, (os.cpu_count() or 1) // at_once)
 
 
 def _slab_bounds(total: int, unit: int, unit_bytes: int, parallelism: int) -> list[tuple[int, int]]:
@@ -121,10 +125,10 @@ def _slab_bounds(total: int, unit: int, unit_bytes: int, parallelism: int) -> li
     return [(start, min(start + step, total)) for start in range(0, total, step)]
 
 
-def _write_slab(output, options, store, first, block, hosts):
+def _write_slab(output, options, store, first, block, hosts, tasks):
     """A task: one slab written by retile in this worker (the GIL released),
     with its fair share of the machine's cores where none was asked for."""
-    share = _fair_share(hosts) if store["threads"] == 0 else 0
+    share = _fair_share(hosts, tasks) if store["threads"] == 0 else 0
     if share:
         store = dict(store, threads=share)
         options = dict(options, writers=options.get("writers") or share)
@@ -189,8 +193,8 @@ def to_zarr(x, output, *, tile, overwrite=False, threads=0, allow_http=False,
     stored bytes, files, seconds, each level's shape and bytes).
 
     ``threads`` tiles each slab with that many threads (0: on a
-    ``distributed`` cluster, the cores of its machine shared by the task
-    threads of the workers there, for tiling and, unless ``writers`` says
+    ``distributed`` cluster, the cores of its machine shared by the tasks
+    that run there at once, for tiling and, unless ``writers`` says
     otherwise, for writing; every core with the local scheduler); ``retries``: how often a failed task is run again on a
     ``distributed`` cluster (a task whose worker died is run again by the
     scheduler anyway). A failure raises the task's error; the store then
@@ -220,16 +224,16 @@ def to_zarr(x, output, *, tile, overwrite=False, threads=0, allow_http=False,
         x = da.from_array(x, chunks=chunks)
     write = dask.delayed(_write_slab, pure=False)
     hosts = _task_threads(client)
-    tasks = [write(output, options, store, start, block, hosts)
+    tasks = [write(output, options, store, start, block, hosts, len(bounds))
              for (start, _), block in zip(bounds, x.to_delayed().ravel())]
     return _run(job, tasks, client, retries)
 
 
-def _copy_slab(src, dst, rechunk, first, planes, hosts):
+def _copy_slab(src, dst, rechunk, first, planes, hosts, tasks):
     """A task: planes ``first..first+planes`` of ``src`` re-tiled into
     ``dst``, with its fair share of the machine's cores where no
     ``threads`` was asked for."""
-    share = _fair_share(hosts) if not rechunk.get("threads") else 0
+    share = _fair_share(hosts, tasks) if not rechunk.get("threads") else 0
     if share:
         rechunk = dict(rechunk, threads=share)
     job = _SlabJob.rechunk(src, dst, **rechunk)
@@ -262,5 +266,6 @@ def rechunk(src, dst, tile, *, client, memory=None, retries=2, **rechunk_args):
                           _parallelism(client))
     copy = dask.delayed(_copy_slab, pure=False)
     hosts = _task_threads(client)
-    tasks = [copy(str(src), str(dst), args, start, end - start, hosts) for start, end in bounds]
+    tasks = [copy(str(src), str(dst), args, start, end - start, hosts, len(bounds))
+             for start, end in bounds]
     return _run(job, tasks, client, retries)
