@@ -125,6 +125,14 @@ def compare(client):
     assert equal(peer_out, x), "dask's store differs"
     report("to_zarr vs dask.array.to_zarr (sharded)", ours, theirs)
 
+    # the cluster's own part of either: the array's chunks gathered into
+    # slabs of whole shard rows, one per task, in the workers (nothing written)
+    row = tile[0] * shard[0]
+    gather = best(lambda: x.rechunk((row,) + shape[1:]).map_blocks(
+        lambda b: np.zeros((1, 1, 1), b.dtype), chunks=(1, 1, 1)).compute())
+    print(f"  the chunks gathered into slabs of shard rows alone (dask, nothing written): {gather:.2f} s "
+          f"({gb / gather:.2f} GB/s)", flush=True)
+
     out = fresh("retile-pyramid.zarr")
     ours = best(lambda: retile.dask.to_zarr(x, out, tile=tile, shard=shard, codec=codec, pyramid="mean",
                                             levels=4, overwrite=True))
