@@ -24,12 +24,15 @@ fn a_reader_that_stops_early_ends_the_command_quietly() {
 }
 
 /// A stdout whose reader is already gone: a pipe with its read end closed.
+/// Both ends are close-on-exec, so that a child another test spawns while
+/// the read end is still open does not inherit it and keep the pipe
+/// readable (a race CI met: `show` then wrote into the pipe and exited 0).
 #[cfg(unix)]
 fn closed_pipe() -> Stdio {
     use std::os::fd::{FromRawFd, OwnedFd};
     let mut fds = [0; 2];
-    // SAFETY: pipe(2) fills the two descriptors, each owned once below.
-    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    // SAFETY: pipe2(2) fills the two descriptors, each owned once below.
+    assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
     // SAFETY: both descriptors were just made and are owned by nothing else.
     let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
     drop(read);
