@@ -41,8 +41,10 @@ pub struct ShapeArgs {
     /// The order in which the elements arrive, slowest first, when it is
     /// not the stored order: --dim-names names (default t,y,x and the
     /// like by rank) or stored indices (e.g. t,x,y, or 0,2,1). An input
-    /// whose slowest dimension is not the stored first is held whole until
-    /// it ends (the plan says how much memory that takes).
+    /// whose slowest dimension is not the stored first arrives in slabs of
+    /// it, one tile (or shard) thick, each held whole while the one before
+    /// is written (the plan says how much memory that takes); the array is
+    /// claimed when the input ends.
     #[arg(long, value_delimiter = ',')]
     input_order: Option<Vec<String>>,
 }
@@ -93,7 +95,10 @@ pub struct PlanArgs {
     /// order tiles retire in, and the pyramid's levels.
     #[arg(long)]
     svg: bool,
-    /// Tiles per shard, slowest first, ruled off in the picture (e.g. 1,4,4).
+    /// Tiles per shard, slowest first, ruled off in the picture (e.g. 1,4,4);
+    /// an input whose slowest dimension is not the stored first
+    /// (--input-order) arrives in slabs of whole shards, and the plan's
+    /// memory says so.
     #[arg(long, value_parser = parse_list)]
     shard: Option<Dims>,
     /// Write the picture to this file instead of stdout (implies --svg).
@@ -383,8 +388,9 @@ pub(crate) fn parse_list(text: &str) -> Result<Dims, String> {
 }
 
 impl ShapeArgs {
-    /// The stream's spec; `names` are the dimensions' names `--input-order` uses.
-    fn spec(&self, names: Option<&[String]>) -> Result<StreamSpec, CliError> {
+    /// The stream's spec; `names` are the dimensions' names `--input-order`
+    /// uses, `shard` the shards (an input in slabs takes whole ones).
+    fn spec(&self, names: Option<&[String]>, shard: Option<&Dims>) -> Result<StreamSpec, CliError> {
         let dtype: DType = self.dtype.as_deref().unwrap_or("u16").parse()?;
         let (Some(shape), Some(tile)) = (&self.shape, &self.tile) else {
             return Err("give --shape and --tile (or --config FILE for several arrays)".into());
@@ -397,6 +403,9 @@ impl ShapeArgs {
                 resolve_input_order(&order, names, rank)
                     .map_err(|e| e.to_string().replacen("input_order", "--input-order", 1))?,
             )?;
+        }
+        if let Some(shard) = shard {
+            spec = spec.with_input_slab_of_shard(&shard.0)?;
         }
         Ok(match self.memory {
             Some(memory) => spec.within_memory(memory)?,
@@ -411,7 +420,9 @@ pub fn plan(args: &PlanArgs) -> Result<ExitCode, CliError> {
         let budget = crate::acquire_cmd::read_settings(config)?.budget(Default::default())?;
         return say(format_args!("{budget}")).map(|()| ExitCode::SUCCESS);
     }
-    let spec = args.shape.spec(args.dim_names.as_deref())?;
+    let spec = args
+        .shape
+        .spec(args.dim_names.as_deref(), args.shard.as_ref())?;
     if args.svg || args.output.is_some() {
         let levels = match args.pyramid.options()? {
             Some(pyramid) => pyramid.level_plans(&spec)?,
@@ -420,8 +431,8 @@ pub fn plan(args: &PlanArgs) -> Result<ExitCode, CliError> {
         let shard = args.shard.as_ref().map(|d| d.0.as_slice());
         return crate::plan_draw::draw(&spec, shard, &levels, args.output.as_deref());
     }
-    if args.shard.is_some() {
-        return Err("--shard is drawn in the picture only: add --svg".into());
+    if args.shard.is_some() && spec.input_slab().is_none() {
+        return Err("--shard is drawn in the picture (add --svg), and sets the slabs of an input whose slowest dimension is not the stored first (--input-order); neither is asked for here".into());
     }
     let Some(pyramid) = args.pyramid.options()? else {
         let plan = StreamPlan::new(&spec)?;
@@ -651,7 +662,9 @@ pub fn stream(args: &StreamArgs) -> Result<ExitCode, CliError> {
     if args.append {
         return append(args, input);
     }
-    let spec = args.shape.spec(args.dim_names.as_deref())?;
+    let spec = args
+        .shape
+        .spec(args.dim_names.as_deref(), args.shard.as_ref())?;
     let esize = spec.dtype().size();
     let fill = spec
         .dtype()

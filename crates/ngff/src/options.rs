@@ -176,6 +176,9 @@ impl ArrayOptions {
                 rank,
             )?)?;
         }
+        if let Some(shard) = &self.shard {
+            spec = spec.with_input_slab_of_shard(shard)?;
+        }
         if let Some(memory) = self.memory {
             spec = spec.within_memory(memory)?;
         }

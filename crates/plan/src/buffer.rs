@@ -82,6 +82,26 @@ impl EpochBuffer {
 }
 
 impl EpochBuffer {
+    /// Writes the repeated element `fill` over the whole buffer again, on
+    /// the current pool's threads: a buffer reused for tiles whose padding
+    /// lies elsewhere.
+    ///
+    /// ```
+    /// let mut buffer = retile_plan::EpochBuffer::new(64, &[0])?;
+    /// buffer[..3].copy_from_slice(&[1, 2, 3]);
+    /// buffer.refill(&[9]);
+    /// assert!(buffer.iter().all(|&b| b == 9));
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
+    pub fn refill(&mut self, fill: &[u8]) {
+        // SAFETY: the allocation holds `len` initialised bytes, owned by
+        // self; writing them through MaybeUninit leaves them initialised.
+        let uninit = unsafe {
+            std::slice::from_raw_parts_mut(self.ptr.as_ptr() as *mut MaybeUninit<u8>, self.len)
+        };
+        fill_uninit(uninit, fill, true);
+    }
+
     /// A buffer of no bytes that owns no allocation.
     pub fn empty() -> EpochBuffer {
         EpochBuffer {

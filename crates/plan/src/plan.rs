@@ -31,6 +31,9 @@ pub struct StreamSpec {
     epoch_buffers: u64,
     /// The stored dimension of each input dimension, slowest first.
     input_order: Vec<usize>,
+    /// Elements of the input's slowest dimension in one slab, when it is
+    /// not the stored first (0: its tile extent).
+    input_slab: u64,
 }
 
 /// Most epoch buffers a stream holds.
@@ -72,6 +75,7 @@ impl StreamSpec {
             shape,
             tile,
             epoch_buffers: 2,
+            input_slab: 0,
         };
         let epoch_elems = spec.plane_elements()?.checked_mul(spec.tile[0]);
         let tile_bytes = spec
@@ -128,7 +132,7 @@ impl StreamSpec {
         let buffers = StreamPlan::new(&self)?.epoch_buffers_within(memory)?;
         match self.epochs_in_input_order() {
             true => self.with_epoch_buffers(buffers),
-            // held whole: the count is the stream's epochs, not the spec's
+            // in slabs: the count is two slabs' epochs, not the spec's
             false => Ok(self),
         }
     }
@@ -147,9 +151,11 @@ impl StreamSpec {
     ///
     /// When the input's slowest dimension is the stored first, epochs and
     /// claims are as in stored order. Otherwise no stored plane is complete
-    /// before the last element arrives: the stream must be bounded, holds
-    /// every epoch at once (the plan's memory says how much) and claims the
-    /// whole array at the end.
+    /// before the last element arrives: the stream must be bounded, takes
+    /// the input in slabs along its slowest dimension
+    /// ([`StreamSpec::with_input_slab`]), holds each slab whole while the
+    /// one before is written (the plan's memory says how much) and claims
+    /// the whole array at the end.
     ///
     /// ```
     /// use retile_plan::{DType, StreamPlan, StreamSpec};
@@ -196,9 +202,101 @@ impl StreamSpec {
 
     /// Whether the input's slowest dimension is the stored first, so that
     /// epochs complete (and are claimed) as the input arrives; otherwise
-    /// the stream holds the whole array until its last element.
+    /// the stream takes the input in slabs along that dimension
+    /// ([`StreamSpec::input_slab`]) and claims the array at its end.
     pub fn epochs_in_input_order(&self) -> bool {
         self.input_order[0] == 0
+    }
+
+    /// The same stream taking an input whose slowest dimension `s` is not
+    /// the stored first in slabs of `extent` elements along `s`: each slab
+    /// is held whole in its own epoch buffers, and written as one region of
+    /// the array while the next fills. `extent` is a multiple of the tile's
+    /// extent along `s` (a store with shards needs whole shards: the tile's
+    /// extent times the shard's); the default is the tile's extent.
+    ///
+    /// ```
+    /// use retile_plan::{DType, StreamSpec};
+    /// // stored (t, c, y, x), arriving channel by channel (c, t, y, x)
+    /// let spec = StreamSpec::new(DType::U8, vec![4, 5, 2, 2], vec![2, 1, 2, 2])?.with_input_order(vec![1, 0, 2, 3])?;
+    /// assert_eq!((spec.input_slab(), spec.slab_count()), (Some((1, 1)), 5));
+    /// let spec = spec.with_input_slab(2)?;
+    /// assert_eq!((spec.input_slab(), spec.slab_count()), (Some((1, 2)), 3));
+    /// assert_eq!(spec.slab(2)?.shape(), &[4, 1, 2, 2]); // the last slab is short
+    /// assert!(spec.with_input_slab(0).is_err());
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
+    pub fn with_input_slab(mut self, extent: u64) -> Result<StreamSpec, StreamError> {
+        let s = self.input_order[0];
+        if extent == 0 || !extent.is_multiple_of(self.tile[s]) {
+            return Err(StreamError::Invalid(format!(
+                "an input slab of {extent} elements along dimension {s} is not a positive multiple of the tile's extent {} there",
+                self.tile[s]
+            )));
+        }
+        self.input_slab = extent;
+        Ok(self)
+    }
+
+    /// The same stream whose input slabs (if it arrives in slabs) are one
+    /// shard of `shard` tiles (per dimension, slowest first) thick: the
+    /// thinnest slabs a store with those shards can write whole.
+    ///
+    /// ```
+    /// use retile_plan::{DType, StreamSpec};
+    /// let spec = StreamSpec::new(DType::U8, vec![4, 8, 2], vec![2, 2, 2])?.with_input_order(vec![1, 0, 2])?;
+    /// assert_eq!(spec.with_input_slab_of_shard(&[1, 3, 1])?.input_slab(), Some((1, 6)));
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
+    pub fn with_input_slab_of_shard(self, shard: &[u64]) -> Result<StreamSpec, StreamError> {
+        match (self.input_slab(), shard.get(self.input_order[0])) {
+            (Some((s, _)), Some(&k)) => {
+                let extent = self.tile[s].saturating_mul(k.max(1));
+                self.with_input_slab(extent)
+            }
+            _ => Ok(self),
+        }
+    }
+
+    /// The dimension the input arrives in slabs of and their extent, when
+    /// its slowest dimension is not the stored first (`None` otherwise).
+    pub fn input_slab(&self) -> Option<(usize, u64)> {
+        let s = self.input_order[0];
+        (s != 0).then(|| {
+            let extent = match self.input_slab {
+                0 => self.tile[s],
+                n => n,
+            };
+            (s, extent.min(self.shape[s]))
+        })
+    }
+
+    /// Slabs the input arrives in: 1 when its slowest dimension is the
+    /// stored first (the stream is not cut).
+    pub fn slab_count(&self) -> u64 {
+        match self.input_slab() {
+            Some((s, extent)) => self.shape[s].div_ceil(extent),
+            None => 1,
+        }
+    }
+
+    /// The stream of slab `k` of the input ([`StreamSpec::input_slab`]):
+    /// this one, but for the extent along the slab's dimension (shorter in
+    /// the last slab); the stream itself when it is not cut.
+    pub fn slab(&self, k: u64) -> Result<StreamSpec, StreamError> {
+        let Some((s, extent)) = self.input_slab() else {
+            return Ok(self.clone());
+        };
+        let first = k.saturating_mul(extent);
+        if first >= self.shape[s] {
+            return Err(StreamError::Invalid(format!(
+                "slab {k} starts past the {} elements of dimension {s}",
+                self.shape[s]
+            )));
+        }
+        let mut slab = self.clone();
+        slab.shape[s] = extent.min(self.shape[s] - first);
+        Ok(slab)
     }
 
     /// The extents in input order, slowest first.
@@ -442,13 +540,36 @@ impl StreamPlan {
         slot_bytes_of(self.tile_bytes())
     }
 
-    /// Bytes of one epoch's buffer: the ring of `M` slots.
+    /// Bytes of one epoch's buffer: the ring of `M` slots, or of one
+    /// slab's tiles of an epoch when the input arrives in slabs
+    /// ([`StreamPlan::epoch_slots`]).
     pub fn epoch_buffer_bytes(&self) -> u64 {
-        self.m() * self.slot_bytes()
+        self.epoch_slots() * self.slot_bytes()
+    }
+
+    /// Slots of one epoch buffer: `M`, or, when the input arrives in slabs
+    /// along a dimension that is not the stored first, the tiles of one
+    /// (whole) slab in an epoch.
+    ///
+    /// ```
+    /// use retile_plan::{DType, StreamPlan, StreamSpec};
+    /// // 6 channels in tiles of 1, slabs of 2 channels: 2 of the epoch's 6 tiles
+    /// let spec = StreamSpec::new(DType::U8, vec![4, 6, 8], vec![2, 1, 8])?.with_input_order(vec![1, 0, 2])?;
+    /// let plan = StreamPlan::new(&spec.with_input_slab(2)?)?;
+    /// assert_eq!((plan.m(), plan.epoch_slots()), (6, 2));
+    /// assert_eq!(plan.epoch_buffers(), 2 * 2); // two slabs of two epochs
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
+    pub fn epoch_slots(&self) -> u64 {
+        match self.spec.input_slab() {
+            Some((s, extent)) => self.m() / self.counts[s] * extent.div_ceil(self.spec.tile[s]),
+            None => self.m(),
+        }
     }
 
     /// Epoch buffers the stream holds: the spec's count, or as many as a
-    /// bounded stream has epochs, if fewer.
+    /// bounded stream has epochs, if fewer; for an input in slabs, every
+    /// epoch of the two slabs held at once (one filling, one written).
     ///
     /// ```
     /// use retile_plan::{DType, StreamPlan, StreamSpec};
@@ -459,12 +580,18 @@ impl StreamPlan {
     pub fn epoch_buffers(&self) -> u64 {
         let spec = &self.spec;
         if !spec.epochs_in_input_order() {
-            return self.counts[0];
+            return self.slabs_held() * self.counts[0];
         }
         match spec.is_unbounded() {
             true => spec.epoch_buffers,
             false => spec.shape[0].div_ceil(spec.tile[0]).min(spec.epoch_buffers),
         }
+    }
+
+    /// Slabs of the input held at once when it arrives in slabs: the one
+    /// filling and the one being written (one, when there is only one).
+    fn slabs_held(&self) -> u64 {
+        self.spec.slab_count().min(2)
     }
 
     /// Bytes of tile buffers the stream holds, whatever its length.
@@ -484,13 +611,13 @@ impl StreamPlan {
     /// ```
     pub fn epoch_buffers_within(&self, memory: u64) -> Result<u64, StreamError> {
         let epoch = self.epoch_buffer_bytes().max(1);
-        if !self.spec.epochs_in_input_order() {
-            let whole = self.memory_bytes();
-            return match memory >= whole {
-                true => Ok(self.counts[0]),
+        if let Some((s, extent)) = self.spec.input_slab() {
+            let needed = self.memory_bytes();
+            return match memory >= needed {
+                true => Ok(self.epoch_buffers()),
                 false => Err(StreamError::Invalid(format!(
-                    "a memory budget of {memory} bytes is less than the {whole} bytes ({} epoch buffers of {epoch} bytes) the input order {:?} needs: its slowest dimension is not the stored first, so every epoch is held until the input ends; give at least {whole} bytes or an input order whose slowest dimension is the stored first",
-                    self.counts[0], self.spec.input_order
+                    "a memory budget of {memory} bytes is less than the {needed} bytes ({} epoch buffers of {epoch} bytes) the input order {:?} needs: its slowest dimension is not the stored first, so the stream holds {} slabs of {extent} along dimension {s} whole (one filling while the other is written); give at least {needed} bytes, or a smaller tile along dimension {s}",
+                    self.epoch_buffers(), self.spec.input_order, self.slabs_held()
                 ))),
             };
         }
@@ -605,6 +732,8 @@ impl StreamPlan {
             "tile_elements": self.tile_elements(),
             "memory_bytes": self.memory_bytes(),
             "epoch_buffers": self.epoch_buffers(),
+            "epoch_slots": self.epoch_slots(),
+            "input_slab": self.spec.input_slab().map(|(dim, extent)| serde_json::json!({"dim": dim, "extent": extent, "slabs": self.spec.slab_count()})),
             "padding": self.padding().iter().map(|&(d, r, n)| serde_json::json!({"dim": d, "edge_extent": r, "tile_extent": n})).collect::<Vec<_>>(),
             "tiles_truncated": self.tile_total().is_none_or(|t| t > listed.len() as u64),
             "tiles": listed,
@@ -661,9 +790,12 @@ impl fmt::Display for StreamPlan {
                 f,
                 "  input order     {:?} (the stored dimension of each input dimension, slowest first){}",
                 spec.input_order,
-                match spec.epochs_in_input_order() {
-                    true => "",
-                    false => "; its slowest is not the stored first: every epoch is held until the input ends, and claimed then",
+                match spec.input_slab() {
+                    None => String::new(),
+                    Some((s, extent)) => format!(
+                        "; its slowest is not the stored first: the input arrives in {} slabs of {extent} along dimension {s}, each held whole and written while the next fills, and the array is claimed when the input ends",
+                        spec.slab_count()
+                    ),
                 }
             )?;
         }
@@ -705,7 +837,7 @@ impl fmt::Display for StreamPlan {
             f,
             "  memory: {} epoch buffers x {} slots x {} B ({} elements x {} B{}) = {} B",
             self.epoch_buffers(),
-            self.m(),
+            self.epoch_slots(),
             self.slot_bytes(),
             self.tile_elements(),
             spec.dtype.size(),

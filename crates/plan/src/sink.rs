@@ -258,6 +258,24 @@ pub trait Sink: Send {
     fn encode_rate(&self, _epoch: &Epoch<'_>) -> Option<f64> {
         None
     }
+    /// The epochs that follow (numbered from 0 again) are those of a
+    /// *region* of the array the sink began with: the stream `region`
+    /// plans, which is the array's but for dimension `dim`, whose element 0
+    /// is the array's element `first` (a multiple of the region's extent
+    /// there). A stream whose input's slowest dimension is not the stored
+    /// first sends its array as regions, one slab of that dimension each
+    /// ([`StreamSpec::slab`](crate::StreamSpec::slab)). By default a sink
+    /// takes no regions.
+    fn begin_region(
+        &mut self,
+        _region: &StreamPlan,
+        dim: usize,
+        _first: u64,
+    ) -> Result<(), StreamError> {
+        Err(StreamError::Invalid(format!(
+            "this output cannot be written in slabs of dimension {dim}: give an input order whose slowest dimension is the stored first"
+        )))
+    }
 }
 
 /// What a sink did, for the stream's summary.
@@ -313,6 +331,9 @@ impl Sink for NullSink {
     fn finish(&mut self, _: u64) -> Result<(), StreamError> {
         Ok(())
     }
+    fn begin_region(&mut self, _: &StreamPlan, _: usize, _: u64) -> Result<(), StreamError> {
+        Ok(())
+    }
 }
 
 #[derive(Debug, Default)]
@@ -321,6 +342,8 @@ struct Stored {
     tiles: HashMap<Vec<u64>, Vec<u8>>,
     planes: u64,
     finished: bool,
+    /// The region the epochs are of: its dimension and first tile there.
+    region: Option<(usize, u64)>,
 }
 
 /// A sink that keeps every tile in memory, for tests and embedding; clones
@@ -419,9 +442,28 @@ impl Sink for MemorySink {
         let m = epoch.plan.m() as usize;
         let mut s = self.lock();
         for slot in 0..m {
-            s.tiles
-                .insert(epoch.tile_coords(slot), epoch.tile(slot).to_vec());
+            let mut coords = epoch.tile_coords(slot);
+            if let Some((dim, first)) = s.region {
+                coords[dim] += first;
+            }
+            s.tiles.insert(coords, epoch.tile(slot).to_vec());
         }
+        Ok(())
+    }
+
+    fn begin_region(
+        &mut self,
+        region: &StreamPlan,
+        dim: usize,
+        first: u64,
+    ) -> Result<(), StreamError> {
+        let tile = region.spec().tile()[dim];
+        if !first.is_multiple_of(tile) {
+            return Err(StreamError::Invalid(format!(
+                "a region starts at a tile: element {first} of dimension {dim} is not a multiple of {tile}"
+            )));
+        }
+        self.lock().region = Some((dim, first / tile));
         Ok(())
     }
 

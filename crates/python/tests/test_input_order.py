@@ -162,16 +162,22 @@ def test_a_short_input_slowest_elsewhere_claims_nothing(tmp_path):
 
 
 def test_the_plan_states_the_memory_and_a_small_budget_is_refused_with_it(tmp_path):
-    # slowest along y: every epoch (3 of them, 2 tiles each of 2x2x64 u8) is held at once
+    # slowest along y (2 tiles of 2): slabs of one tile of y, each 3 epochs of 1 tile
+    # of 2x2x64 u8, two slabs held at once
     shape, tile = (5, 4, 64), (2, 2, 64)
-    whole = 3 * 2 * (2 * 2 * 64)
-    with pytest.raises((ValueError, MemoryError), match=f"less than the {whole} bytes"):
-        retile.Stream(tmp_path / "m.zarr", shape=shape, tile=tile, dtype="uint8", memory=whole - 1,
+    slabs = 2 * 3 * 1 * (2 * 2 * 64)
+    with pytest.raises((ValueError, MemoryError), match=f"less than the {slabs} bytes"):
+        retile.Stream(tmp_path / "m.zarr", shape=shape, tile=tile, dtype="uint8", memory=slabs - 1,
                       input_order=["y", "t", "x"])
-    with retile.Stream(tmp_path / "m.zarr", shape=shape, tile=tile, dtype="uint8", memory=whole,
+    with retile.Stream(tmp_path / "m.zarr", shape=shape, tile=tile, dtype="uint8", memory=slabs,
                        input_order=["y", "t", "x"]) as s:
         s.append(np.zeros((4, 5, 64), np.uint8))
-    assert s.summary["buffer_bytes"] == whole
+    assert s.summary["buffer_bytes"] == slabs
+    # shards two tiles deep along y: one slab of all of y, held alone
+    with retile.Stream(tmp_path / "s.zarr", shape=shape, tile=tile, dtype="uint8", shard=(1, 2, 1),
+                       input_order=["y", "t", "x"]) as s:
+        s.append(np.zeros((4, 5, 64), np.uint8))
+    assert s.summary["buffer_bytes"] == 1 * 3 * 2 * (2 * 2 * 64)
 
 
 def test_a_pyramid_refuses_an_input_slowest_along_another_dimension(tmp_path):

@@ -25,9 +25,10 @@ pub(crate) struct ShardGrid {
     sharded: bool,
     /// Where the tiles are in the epoch buffer.
     map: TileMap,
-    /// Rows of the array above the stream's first row (a slab of an array
-    /// written by one task of a job): added to every key.
-    row_offset: u64,
+    /// Files of the array before the stream's first, per dimension (rows
+    /// first: a slab of an array written by one task of a job; or along
+    /// another dimension: a region of an input in slabs): added to every key.
+    offset: Vec<u64>,
 }
 
 /// One tile of an epoch as a file holds it.
@@ -60,7 +61,7 @@ impl ShardGrid {
             files,
             sharded: shard.is_some(),
             map: plan.tile_map().clone(),
-            row_offset: 0,
+            offset: vec![0; rank],
         };
         grid.check_index_memory()?;
         Ok(grid)
@@ -107,18 +108,25 @@ impl ShardGrid {
 
     /// The grid of a stream whose row 0 is row `rows` of the array.
     pub fn offset_rows(self, rows: u64) -> ShardGrid {
-        ShardGrid {
-            row_offset: rows,
-            ..self
-        }
+        self.offset_files(0, rows)
+    }
+
+    /// The grid of a stream whose files along dimension `dim` start at the
+    /// array's file `files` there.
+    pub fn offset_files(mut self, dim: usize, files: u64) -> ShardGrid {
+        self.offset[dim] = files;
+        self
     }
 
     /// The store key of file `file` of the stream's row `row`:
-    /// `c/row/y/x...`, the row counted in the array.
+    /// `c/row/y/x...`, the file counted in the array.
     pub fn key(&self, row: u64, file: usize) -> String {
-        let mut key = format!("c/{}", row + self.row_offset);
-        for c in unravel(file as u64, &self.files) {
-            key.push_str(&format!("/{c}"));
+        let mut key = format!("c/{}", row + self.offset[0]);
+        for (c, o) in unravel(file as u64, &self.files)
+            .iter()
+            .zip(&self.offset[1..])
+        {
+            key.push_str(&format!("/{}", c + o));
         }
         key
     }
@@ -231,6 +239,7 @@ mod tests {
         assert_eq!(slots, vec![10, 11, 14, 15]);
         assert_eq!(grid.key(5, 3), "c/5/1/1");
         assert_eq!(grid.clone().offset_rows(7).key(5, 3), "c/12/1/1");
+        assert_eq!(grid.clone().offset_files(2, 4).key(5, 3), "c/5/1/5");
     }
 
     #[test]

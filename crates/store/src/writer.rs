@@ -284,6 +284,25 @@ impl EpochWriter {
     /// disk, and then claims `planes` planes durably: the last claim never
     /// names data that a power loss could take.
     pub fn finish(&self, planes: u64) -> Result<(), StreamError> {
+        self.settle()?;
+        let shared = &self.shared;
+        shared.dest.sync_all().map_err(|e| {
+            crate::error::store_error(
+                shared.dest.name(),
+                "syncing the store's files to the disk before its last claim (the planes claimed so far may not be on the disk)",
+                e,
+            )
+        })?;
+        let mut claims = lock(&shared.claims);
+        (claims.claim)(planes, Claiming::Last)
+    }
+}
+
+impl EpochWriter {
+    /// Waits for every task and closes the files of rows still open (the
+    /// last rows of an unbounded stream): everything submitted is written,
+    /// nothing more is claimed than the rows closed claim.
+    pub fn settle(&self) -> Result<(), StreamError> {
         let shared = &self.shared;
         shared.in_flight.wait_idle();
         shared.check()?;
@@ -296,16 +315,12 @@ impl EpochWriter {
                 }
             }
         }
-        shared.check()?;
-        shared.dest.sync_all().map_err(|e| {
-            crate::error::store_error(
-                shared.dest.name(),
-                "syncing the store's files to the disk before its last claim (the planes claimed so far may not be on the disk)",
-                e,
-            )
-        })?;
-        let mut claims = lock(&shared.claims);
-        (claims.claim)(planes, Claiming::Last)
+        shared.check()
+    }
+
+    /// The first failure of a task so far, as the stream's error.
+    pub fn check(&self) -> Result<(), StreamError> {
+        self.shared.check()
     }
 }
 

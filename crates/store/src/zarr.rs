@@ -57,6 +57,35 @@ struct Store {
     /// The writers' encoder and threads, for measuring how fast they encode.
     encoder: Encoder,
     pool: Arc<rayon::ThreadPool>,
+    /// The regions of an input in slabs.
+    regions: Regions,
+}
+
+/// The regions of an array whose input arrives in slabs along a dimension
+/// that is not the stored first ([`Sink::begin_region`]): each is written
+/// by a writer of its own into the files its slab covers, and claims
+/// nothing; the array's writer claims the whole array at the end.
+struct Regions {
+    dest: Dest,
+    fill: Vec<u8>,
+    parts_in_flight: usize,
+    file_bytes: u64,
+    sync_rows: bool,
+    /// The writer of each region begun, the current one last.
+    writers: Vec<EpochWriter>,
+}
+
+impl Store {
+    /// The writer of the epochs submitted now: the current region's, or
+    /// the array's.
+    fn current(&self) -> &EpochWriter {
+        self.regions.writers.last().unwrap_or(&self.writer)
+    }
+
+    /// Every writer: the array's and the regions'.
+    fn writers(&self) -> impl Iterator<Item = &EpochWriter> {
+        std::iter::once(&self.writer).chain(&self.regions.writers)
+    }
 }
 
 /// The attribute retile's own record of an array is kept under.
@@ -209,6 +238,7 @@ impl ZarrSink {
             )));
         }
         let grid = ShardGrid::new(plan, self.options.shard.as_deref())?;
+        check_slabs(plan, &grid)?;
         if is_object_store(&self.options.path) && grid.depth() > 1 {
             // an object is uploaded in whole parts: the unfinished part of
             // every open shard stays in memory between epochs
@@ -321,6 +351,23 @@ fn chained(link: Option<&ChainLink>, own: Claim) -> Claim {
             Box::new(move |planes, claiming| link.claim(planes, claiming))
         }
         None => own,
+    }
+}
+
+/// Refuses slabs of the input that would cut the array's files (chunks,
+/// or shards) along their dimension: each is written as a region of whole
+/// files.
+fn check_slabs(plan: &StreamPlan, grid: &ShardGrid) -> Result<(), StreamError> {
+    let spec = plan.spec();
+    let Some((dim, extent)) = spec.input_slab() else {
+        return Ok(());
+    };
+    let file_extent = spec.tile()[dim].saturating_mul(grid.shape()[dim]);
+    match spec.slab_count() == 1 || extent.is_multiple_of(file_extent) {
+        true => Ok(()),
+        false => Err(StreamError::Invalid(format!(
+            "the input arrives in slabs of {extent} along dimension {dim}, which would cut its shards of {file_extent} there: make the slabs whole shards (StreamSpec::with_input_slab({file_extent}), which the CLI and the Python package do themselves)"
+        ))),
     }
 }
 
@@ -470,6 +517,14 @@ impl ZarrSink {
                 chained(chain.as_ref(), own)
             }
         };
+        let regions = Regions {
+            dest: dest.clone(),
+            fill: fill.to_vec(),
+            parts_in_flight,
+            file_bytes,
+            sync_rows,
+            writers: Vec::new(),
+        };
         let writer = EpochWriter::new(WriterSetup {
             encoder: encoder.clone(),
             grid,
@@ -489,6 +544,7 @@ impl ZarrSink {
             writer_count,
             encoder,
             pool,
+            regions,
         });
         Ok(())
     }
@@ -533,12 +589,63 @@ impl Sink for ZarrSink {
     }
 
     fn submit(&mut self, epoch: SharedEpoch) -> Result<(), StreamError> {
-        self.store()?.writer.submit(epoch)
+        self.store()?.current().submit(epoch)
     }
 
+    /// Waits for every region's writing (an input in slabs) and then
+    /// claims the planes through the array's writer.
     fn finish(&mut self, planes: u64) -> Result<(), StreamError> {
         let first_plane = self.options.resume.map_or(0, |r| r.first_plane);
-        self.store()?.writer.finish(planes + first_plane)
+        let store = self.store()?;
+        for region in &store.regions.writers {
+            region.settle()?;
+        }
+        if !store.regions.writers.is_empty() {
+            let dest = &store.regions.dest;
+            dest.wait_closed()
+                .map_err(|e| store_error(dest.name(), "completing the slabs' uploads", e))?;
+        }
+        store.writer.finish(planes + first_plane)
+    }
+
+    /// Starts a writer of the region's files (whole files of the array's
+    /// grid, along `dim` from the file `first` begins), which claims
+    /// nothing; an earlier region's failure is reported here.
+    fn begin_region(
+        &mut self,
+        region: &StreamPlan,
+        dim: usize,
+        first: u64,
+    ) -> Result<(), StreamError> {
+        let shard = self.options.shard.clone();
+        let store = self.store()?;
+        for writer in store.writers() {
+            writer.check()?;
+        }
+        let grid = ShardGrid::new(region, shard.as_deref())?;
+        let file_extent = region.spec().tile()[dim].saturating_mul(grid.shape()[dim]);
+        if !first.is_multiple_of(file_extent.max(1)) {
+            return Err(StreamError::Invalid(format!(
+                "a region of the array starts at element {first} of dimension {dim}, inside a file of {file_extent} elements there: begin regions at whole files"
+            )));
+        }
+        let regions = &store.regions;
+        let writer = EpochWriter::new(WriterSetup {
+            encoder: store.encoder.clone(),
+            grid: grid.offset_files(dim, first / file_extent.max(1)),
+            dest: regions.dest.clone(),
+            plan: region.clone(),
+            fill: regions.fill.clone(),
+            pool: store.pool.clone(),
+            parts_in_flight: regions.parts_in_flight,
+            file_bytes: regions.file_bytes,
+            sync_rows: regions.sync_rows,
+            claim: Box::new(|_, _| Ok(())),
+            first_epoch: 0,
+            replaced_rows: 0,
+        });
+        store.regions.writers.push(writer);
+        Ok(())
     }
 
     /// The array's codec, where a GPU can write it, and where
@@ -568,18 +675,105 @@ impl Sink for ZarrSink {
         let Some(store) = &self.store else {
             return SinkStats::default();
         };
-        let c = store.writer.counters();
-        let seconds = |n: &AtomicU64| n.load(Ordering::Relaxed) as f64 / 1e9;
+        let total = |count: fn(&crate::writer::Counters) -> &AtomicU64| {
+            store
+                .writers()
+                .map(|w| count(w.counters()).load(Ordering::Relaxed))
+                .sum::<u64>()
+        };
+        // the writers share one store: its traffic is counted once
         let (uploaded_bytes, requests) = store.writer.traffic();
         SinkStats {
             uploaded_bytes,
             requests,
-            stored_bytes: c.stored_bytes.load(Ordering::Relaxed),
-            files: c.files.load(Ordering::Relaxed),
-            omitted_chunks: c.omitted.load(Ordering::Relaxed),
-            encode_seconds: seconds(&c.encode_nanos),
-            write_seconds: seconds(&c.write_nanos),
+            stored_bytes: total(|c| &c.stored_bytes),
+            files: total(|c| &c.files),
+            omitted_chunks: total(|c| &c.omitted),
+            encode_seconds: total(|c| &c.encode_nanos) as f64 / 1e9,
+            write_seconds: total(|c| &c.write_nanos) as f64 / 1e9,
             threads: store.writer_count,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use retile_plan::{DType, StreamSpec};
+    use zarrs::filesystem::FilesystemStore;
+
+    /// Stored (t, c, x) = 2 x 4 x 2, arriving channel-major (c, t, x).
+    fn spec(slab: u64) -> StreamSpec {
+        StreamSpec::new(DType::U8, vec![2, 4, 2], vec![1, 1, 2])
+            .and_then(|s| s.with_input_order(vec![1, 0, 2]))
+            .and_then(|s| s.with_input_slab(slab))
+            .unwrap()
+    }
+
+    fn value(t: u64, c: u64, x: u64) -> u8 {
+        (100 * t + 10 * c + x) as u8
+    }
+
+    #[test]
+    fn regions_write_whole_shards_and_the_array_is_claimed_at_the_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let options = ZarrOptions {
+            path: dir.path().join("a.zarr"),
+            shard: Some(vec![1, 2, 1]),
+            ..Default::default()
+        };
+        let spec = spec(2);
+        let mut sink = ZarrSink::new(options.clone());
+        sink.begin(&StreamPlan::new(&spec).unwrap(), &[0]).unwrap();
+        for k in 0..2 {
+            let region = StreamPlan::new(&spec.slab(k).unwrap()).unwrap();
+            sink.begin_region(&region, 1, 2 * k).unwrap();
+            for t in 0..2 {
+                // the region's two tiles of epoch t: channels 2k and 2k + 1
+                let tiles: Vec<u8> = (2 * k..2 * k + 2)
+                    .flat_map(|c| (0..2).map(move |x| value(t, c, x)))
+                    .collect();
+                let epoch = Epoch {
+                    index: t,
+                    planes: 1,
+                    tiles: &tiles,
+                    plan: &region,
+                };
+                sink.write_epoch(&epoch).unwrap();
+            }
+        }
+        let claimed = |path: &std::path::Path| {
+            let meta: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(path.join("zarr.json")).unwrap()).unwrap();
+            meta["shape"][0].as_u64().unwrap()
+        };
+        assert_eq!(claimed(&options.path), 0);
+        sink.finish(2).unwrap();
+        assert_eq!(claimed(&options.path), 2);
+        let store = Arc::new(FilesystemStore::new(&options.path).unwrap());
+        let array = Array::open(store, "/").unwrap();
+        let got: Vec<u8> = array.retrieve_array_subset(&array.subset_all()).unwrap();
+        let want: Vec<u8> = (0..2)
+            .flat_map(|t| (0..4).flat_map(move |c| (0..2).map(move |x| value(t, c, x))))
+            .collect();
+        assert_eq!(got, want);
+        assert_eq!(sink.stats().files, 4);
+    }
+
+    #[test]
+    fn slabs_that_cut_shards_are_refused_before_anything_is_made() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cut.zarr");
+        let mut sink = ZarrSink::new(ZarrOptions {
+            path: path.clone(),
+            shard: Some(vec![1, 2, 1]),
+            ..Default::default()
+        });
+        let err = sink
+            .begin(&StreamPlan::new(&spec(1)).unwrap(), &[0])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("would cut its shards of 2"), "{err}");
+        assert!(!path.exists());
     }
 }

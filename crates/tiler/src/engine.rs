@@ -19,8 +19,9 @@ pub const MAX_THREADS: usize = 256;
 /// Appends at least this large are scattered by all threads.
 const PARALLEL_BYTES: usize = 1 << 20;
 
-/// The epoch buffers a stream of `plan` needs, made and filled before the
-/// first append so that no page fault stalls a real-time source.
+/// The epoch buffers a stream of `plan` needs (two slabs' of an input in
+/// slabs), made and filled before the first append so that no page fault
+/// stalls a real-time source.
 fn epoch_buffers(plan: &StreamPlan, fill: &[u8]) -> Result<Vec<EpochBuffer>, StreamError> {
     let bytes = usize::try_from(plan.epoch_buffer_bytes()).map_err(|_| {
         StreamError::Invalid(format!(
@@ -46,7 +47,23 @@ pub struct TileStream {
     current: Option<EpochBuffer>,
     /// Buffers free for the next epochs.
     spare: Vec<EpochBuffer>,
+    /// The slab being filled, for an input in slabs.
+    slab: Option<Slab>,
     pool: Arc<rayon::ThreadPool>,
+}
+
+/// One slab of an input whose slowest dimension is not the stored first
+/// ([`StreamSpec::slab`]): every epoch of it in its own buffer, filled
+/// whole, then sent to the sink as one region of the array.
+struct Slab {
+    index: u64,
+    plan: StreamPlan,
+    scatter: Permuted,
+    buffers: Vec<EpochBuffer>,
+    /// Input bytes of the slab.
+    bytes: u64,
+    /// Those taken so far.
+    taken: u64,
 }
 
 /// How input bytes reach the tiles: rows of the stored order, or an input
@@ -119,6 +136,7 @@ impl TileStream {
             fill: fill.to_vec(),
             current: None,
             spare,
+            slab: None,
             pool,
         })
     }
@@ -158,30 +176,87 @@ impl TileStream {
         Ok(take)
     }
 
-    /// Scatters `src` into every epoch buffer at once (an input whose
-    /// slowest dimension is not the stored first: no epoch is complete
-    /// before the last byte), and ships them all when the input is whole.
-    fn append_held(&mut self, src: &[u8]) -> Result<(), StreamError> {
-        let started = Instant::now();
-        if let Scatter::Permuted(permuted) = &self.scatter {
-            let mut buffers: Vec<&mut [u8]> = self.spare.iter_mut().map(|b| &mut b[..]).collect();
-            let start = self.state.taken as usize;
-            let parallel = src.len() >= PARALLEL_BYTES;
+    /// Scatters `src` into the slabs it reaches (an input whose slowest
+    /// dimension is not the stored first: a slab's epochs are complete
+    /// only with its last byte), and sends each slab to the sink as a
+    /// region once it is whole.
+    fn append_held(&mut self, mut src: &[u8]) -> Result<(), StreamError> {
+        while !src.is_empty() {
+            let mut slab = match self.slab.take() {
+                Some(slab) => slab,
+                None => self.open_slab()?,
+            };
+            let n = (slab.bytes - slab.taken).min(src.len() as u64) as usize;
+            let started = Instant::now();
+            let mut buffers: Vec<&mut [u8]> = slab.buffers.iter_mut().map(|b| &mut b[..]).collect();
+            let (scatter, start) = (&slab.scatter, slab.taken as usize);
+            let part = &src[..n];
             self.pool
-                .install(|| permuted.scatter(&mut buffers, start, src, parallel));
+                .install(|| scatter.scatter(&mut buffers, start, part, n >= PARALLEL_BYTES));
+            self.state.summary.scatter_seconds += started.elapsed().as_secs_f64();
+            (slab.taken, self.state.taken, src) = (
+                slab.taken + n as u64,
+                self.state.taken + n as u64,
+                &src[n..],
+            );
+            match slab.taken == slab.bytes {
+                true => self.ship_slab(slab)?,
+                false => self.slab = Some(slab),
+            }
         }
-        self.state.summary.scatter_seconds += started.elapsed().as_secs_f64();
-        self.state.taken += src.len() as u64;
-        if Some(self.state.taken) != self.state.capacity() || self.spare.is_empty() {
-            return Ok(());
+        Ok(())
+    }
+
+    /// The next slab, its buffers free (waiting for the sink to give them
+    /// back) and holding the fill value wherever its tiles are padded.
+    fn open_slab(&mut self) -> Result<Slab, StreamError> {
+        let spec = self.state.plan.spec().clone();
+        let (dim, extent) = spec.input_slab().unwrap_or((0, spec.shape()[0]));
+        let frame_bytes = spec.frame_elements()? * spec.dtype().size() as u64;
+        let index = self.state.taken / (frame_bytes * extent).max(1);
+        let plan = StreamPlan::new(&spec.slab(index)?)?;
+        let ragged = plan.spec().shape()[dim] != extent;
+        let epochs = plan.tile_counts()[0];
+        let mut buffers = Vec::with_capacity(epochs as usize);
+        for epoch in 0..epochs {
+            let mut buffer = self.state.free_buffer(&mut self.spare)?;
+            if ragged || plan.epoch_planes(epoch) < spec.tile()[0] {
+                let fill = &self.fill;
+                self.pool.install(|| buffer.refill(fill));
+            }
+            buffers.push(buffer);
         }
-        for (epoch, buffer) in std::mem::take(&mut self.spare).into_iter().enumerate() {
-            let planes = self.state.plan.epoch_planes(epoch as u64);
+        Ok(Slab {
+            index,
+            bytes: frame_bytes * plan.spec().shape()[dim],
+            scatter: Permuted::new(&plan),
+            plan,
+            buffers,
+            taken: 0,
+        })
+    }
+
+    /// Sends a whole slab to the sink: the region it is, then its epochs.
+    fn ship_slab(&mut self, slab: Slab) -> Result<(), StreamError> {
+        let spec = self.state.plan.spec();
+        let (dim, extent) = spec.input_slab().unwrap_or((0, 0));
+        let Slab {
+            index,
+            plan,
+            buffers,
+            ..
+        } = slab;
+        let m = plan.m();
+        let planes: Vec<u64> = (0..buffers.len() as u64)
+            .map(|e| plan.epoch_planes(e))
+            .collect();
+        self.state.send_region(plan, dim, index * extent)?;
+        for (epoch, (buffer, planes)) in buffers.into_iter().zip(planes).enumerate() {
             self.state.send(epoch as u64, planes, buffer)?;
             self.state.summary.epochs += 1;
-            self.state.summary.tiles += self.state.plan.m();
-            self.state.epoch = epoch as u64 + 1;
+            self.state.summary.tiles += m;
         }
+        self.state.epoch += 1;
         Ok(())
     }
 

@@ -15,7 +15,8 @@
 //! - neither: element by element, strided.
 //!
 //! Its range is one epoch when the input's slowest dimension is the stored
-//! first, else the whole array over every epoch buffer at once.
+//! first, else the whole stream it plans over every epoch buffer at once
+//! (one slab of the input, `StreamSpec::slab`).
 
 use retile_plan::{StreamPlan, TileMap};
 
@@ -55,7 +56,7 @@ type Block = (usize, usize);
 impl Permuted {
     /// The scatter of `plan`'s permuted input (rank 2 or more): over one
     /// epoch when its slowest input dimension is the stored first, else
-    /// over the whole array.
+    /// over the whole stream (a slab's plan, in practice).
     pub fn new(plan: &StreamPlan) -> Permuted {
         let spec = plan.spec();
         let order = spec.input_order();

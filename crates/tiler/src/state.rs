@@ -22,6 +22,13 @@ enum Job<B> {
     Finish {
         planes: u64,
     },
+    /// The epochs that follow are those of a region of the array
+    /// ([`Sink::begin_region`]), planned by `plan`.
+    Region {
+        plan: Box<StreamPlan>,
+        dim: usize,
+        first: u64,
+    },
     /// How fast the sink encodes these tiles; the buffer comes back with the answer.
     Rate {
         index: u64,
@@ -68,7 +75,7 @@ impl<B: AsRef<[u8]> + Send + Sync + 'static> Worker<B> {
     fn spawn(plan: StreamPlan, mut sink: Box<dyn Sink>) -> Worker<B> {
         let (jobs, job_rx) = channel::<Job<B>>();
         let (back, returned) = channel();
-        let plan = Arc::new(plan);
+        let mut plan = Arc::new(plan);
         let handle = std::thread::spawn(move || {
             let mut busy = Duration::ZERO;
             let mut failure: Option<String> = None;
@@ -103,6 +110,21 @@ impl<B: AsRef<[u8]> + Send + Sync + 'static> Worker<B> {
                                 break;
                             }
                         }
+                    }
+                    Job::Region {
+                        plan: region,
+                        dim,
+                        first,
+                    } => {
+                        if failure.is_none() {
+                            if let Err(e) = sink.begin_region(&region, dim, first) {
+                                failure.get_or_insert_with(|| e.to_string());
+                                if back.send(Err(e)).is_err() {
+                                    break;
+                                }
+                            }
+                        }
+                        plan = Arc::new(*region);
                     }
                     Job::Rate {
                         index,
@@ -252,6 +274,28 @@ impl<B: AsRef<[u8]> + Send + Sync + 'static> StreamState<B> {
         self.plan.epoch_planes(self.epoch) * self.plane_bytes - self.cursor
     }
 
+    /// Tells the sink that the epochs sent next (numbered from 0) are
+    /// those of `region`, a slab of the array along `dim` whose element 0
+    /// is the array's element `first` ([`Sink::begin_region`]).
+    pub fn send_region(
+        &self,
+        region: StreamPlan,
+        dim: usize,
+        first: u64,
+    ) -> Result<(), StreamError> {
+        self.jobs()?
+            .send(Job::Region {
+                plan: Box::new(region),
+                dim,
+                first,
+            })
+            .map_err(|_| StreamError::Sink("the sink thread stopped".into()))
+    }
+
+    fn jobs(&self) -> Result<&Sender<Job<B>>, StreamError> {
+        Ok(&self.worker.as_ref().ok_or(StreamError::Finished)?.jobs)
+    }
+
     /// Hands epoch `index` (`planes` complete planes) to the sink.
     pub fn send(&self, index: u64, planes: u64, buffer: B) -> Result<(), StreamError> {
         self.send_encoded(index, planes, buffer, None)
@@ -267,10 +311,7 @@ impl<B: AsRef<[u8]> + Send + Sync + 'static> StreamState<B> {
         buffer: B,
         encoded: Option<EncodedChunks>,
     ) -> Result<(), StreamError> {
-        self.worker
-            .as_ref()
-            .ok_or(StreamError::Finished)?
-            .jobs
+        self.jobs()?
             .send(Job::Epoch {
                 index,
                 planes,
