@@ -27,7 +27,7 @@ use zarrs::filesystem::FilesystemStore;
 
 use retile_plan::{DType, StreamError};
 use retile_pyramid::{Backend, MultiscaleStream};
-use retile_store::{Codec, Resume, StorePath, ZarrOptions, FRAME_METADATA};
+use retile_store::{Codec, Resume, StorePath, ZarrOptions};
 
 use crate::metadata::{default_axes, RECORD_KEY};
 use crate::open::open_output;
@@ -298,12 +298,6 @@ fn read_store(root: &Path) -> Result<Stored, StreamError> {
             root.display()
         ))
     })?;
-    if root.join(FRAME_METADATA).join("zarr.json").is_file() {
-        return Err(StreamError::Invalid(format!(
-            "{} holds per-plane metadata ({FRAME_METADATA}), which a stream appending to it cannot continue yet: write a new store",
-            root.display()
-        )));
-    }
     let image = document["node_type"] == "group";
     let (claims, level0) = match image {
         false => (vec![claim_of(&document, root)?], root.to_owned()),

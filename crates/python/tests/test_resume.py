@@ -140,10 +140,32 @@ def test_attributes_are_kept_and_updated_and_records_go_on_at_the_arrays_planes(
     np.testing.assert_array_equal(array[...], np.array([[1] * 4] * 4 + [[2] * 4, [3] * 4], np.uint8))
     texts = zarr.open_array(str(out / "frame_metadata"), mode="r")[...].tolist()
     assert [json.loads(t) if t else None for t in texts] == [None] * 4 + [{"t": 4}, None]
-    # a store with per-plane metadata cannot be continued yet: said, and left alone
-    with pytest.raises(ValueError, match="per-plane metadata"):
-        retile.Stream(str(out), mode="a")
     assert claimed(out) == 6
+    # a store with per-plane metadata goes on: the planes taken again keep their records
+    with retile.Stream(str(out), mode="a") as s:
+        s.append(np.full(4, 6, np.uint8), metadata={"t": 6})
+    with retile.Stream(str(out), mode="a") as s:
+        assert s.planes_claimed == 7  # the stream takes plane 6 again, from the store
+        s.append(np.full(4, 7, np.uint8), metadata={"t": 7})
+    texts = zarr.open_array(str(out / "frame_metadata"), mode="r")[...].tolist()
+    assert [json.loads(t) if t else None for t in texts] == [None] * 4 + [{"t": 4}, None, {"t": 6}, {"t": 7}]
+    np.testing.assert_array_equal(zarr.open_array(str(out), mode="r")[6:], [[6] * 4, [7] * 4])
+
+
+@pytest.mark.parametrize("first", [1020, 1027, 1030])
+def test_records_go_on_across_their_chunks(tmp_path, first):
+    out = tmp_path / "r.zarr"
+    planes = np.arange(first + 12, dtype=np.uint32).reshape(-1, 1)
+    with retile.Stream(str(out), shape=(0, 1), tile=(5, 1), dtype="uint32") as s:
+        for p in range(first):
+            s.append(planes[p], metadata={"p": p})
+    with retile.Stream(str(out), mode="a") as s:
+        for p in range(s.planes_claimed, len(planes)):
+            s.append(planes[p], metadata=None if p % 7 == 0 else {"p": p})
+    texts = zarr.open_array(str(out / "frame_metadata"), mode="r")[...].tolist()
+    want = [None if p >= first and p % 7 == 0 else {"p": p} for p in range(len(planes))]
+    assert [json.loads(t) if t else None for t in texts] == want
+    np.testing.assert_array_equal(zarr.open_array(str(out), mode="r")[...], planes)
 
 
 def test_a_store_zarr_python_wrote_is_refused_and_left_as_it_was(tmp_path):

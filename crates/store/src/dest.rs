@@ -211,8 +211,19 @@ impl Dest {
     /// The metadata document `key` as it is in the store (a stream
     /// appending to the store reads what it claims).
     pub fn read_metadata(&self, key: &str) -> Result<Vec<u8>, DestError> {
+        self.read_if_present(key)?
+            .ok_or_else(|| format!("{} holds no {key}", self.name().display()).into())
+    }
+
+    /// The bytes of the file at `key` of a store being appended to, or
+    /// `None` where there is none (any other failure is an error).
+    pub fn read_if_present(&self, key: &str) -> Result<Option<Vec<u8>>, DestError> {
         match self {
-            Dest::Local { root, .. } => Ok(std::fs::read(root.join(key))?),
+            Dest::Local { root, .. } => match std::fs::read(root.join(key)) {
+                Ok(bytes) => Ok(Some(bytes)),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+                Err(e) => Err(e.into()),
+            },
             Dest::Object(bucket) => Err(format!(
                 "{} is in S3, where appending is not built yet",
                 bucket.url().display()

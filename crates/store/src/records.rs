@@ -44,7 +44,7 @@ impl MetadataWriter {
         MetadataWriter {
             user,
             node,
-            // the records' array is made new, even in a store appended to
+            // the records' array is made new (`resume` continues one)
             options: ZarrOptions {
                 user: None,
                 resume: None,
@@ -56,6 +56,52 @@ impl MetadataWriter {
             claimed: 0,
             began: false,
         }
+    }
+
+    /// A stream appending to the store from plane `first_plane`, whose
+    /// array claims `claimed` planes: the records' array there (if any)
+    /// goes on. The records from the start of `first_plane`'s chunk to
+    /// `claimed` are taken back (the stream rewrites that chunk, and the
+    /// planes it takes again keep their records); those past `claimed`
+    /// (of planes the array never claimed) are dropped.
+    pub(crate) fn resume(&mut self, first_plane: u64, claimed: u64) -> Result<(), StreamError> {
+        let fail = |doing: &str| {
+            let (name, doing) = (self.node.name().to_owned(), doing.to_owned());
+            move |e: crate::error::DestError| store_error(&name, &doing, e)
+        };
+        let found = self
+            .node
+            .read_if_present(&format!("{FRAME_METADATA}/zarr.json"))
+            .map_err(fail("reading the per-plane metadata's zarr.json"))?;
+        if found.is_none() {
+            return Ok(());
+        }
+        let options = ZarrOptions {
+            resume: Some(crate::options::Resume { first_plane }),
+            ..self.options.clone()
+        };
+        let sidecar = self.node.within(FRAME_METADATA, &options)?;
+        let start = first_plane / FRAME_CHUNK * FRAME_CHUNK;
+        for chunk in start / FRAME_CHUNK..claimed.div_ceil(FRAME_CHUNK) {
+            let doing = format!("reading chunk {chunk} of the per-plane metadata");
+            let Some(bytes) = sidecar
+                .read_if_present(&chunk.to_string())
+                .map_err(fail(&doing))?
+            else {
+                continue;
+            };
+            let records = decode_vlen_utf8(&bytes).map_err(|e| fail(&doing)(e.into()))?;
+            for (i, text) in records.into_iter().enumerate() {
+                let plane = chunk * FRAME_CHUNK + i as u64;
+                if (start..claimed).contains(&plane) && !text.is_empty() {
+                    self.user.restore(plane, text);
+                }
+            }
+        }
+        self.user.settle(start);
+        self.sidecar = Some(sidecar);
+        self.claimed = start;
+        Ok(())
     }
 
     /// Before a claim of `planes` planes replaces the array's `zarr.json`
@@ -165,6 +211,29 @@ fn vlen_utf8<S: AsRef<str>>(records: &[S]) -> Vec<u8> {
     bytes
 }
 
+/// The records `bytes` hold in Zarr's `vlen-utf8` form ([`vlen_utf8`]),
+/// or what is wrong with them.
+fn decode_vlen_utf8(bytes: &[u8]) -> Result<Vec<String>, String> {
+    let broken = || "the records are not in vlen-utf8 form".to_string();
+    let word = |at: usize| -> Result<usize, String> {
+        let four = bytes
+            .get(at..at.checked_add(4).ok_or_else(broken)?)
+            .ok_or_else(broken)?;
+        Ok(u32::from_le_bytes(four.try_into().map_err(|_| broken())?) as usize)
+    };
+    let count = word(0)?;
+    let mut at = 4usize;
+    let mut records = Vec::with_capacity(count.min(bytes.len() / 4));
+    for _ in 0..count {
+        let len = word(at)?;
+        let end = (at + 4).checked_add(len).ok_or_else(broken)?;
+        let text = bytes.get(at + 4..end).ok_or_else(broken)?;
+        records.push(String::from_utf8(text.to_vec()).map_err(|_| broken())?);
+        at = end;
+    }
+    Ok(records)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -187,7 +256,13 @@ mod tests {
     proptest! {
         #[test]
         fn vlen_utf8_round_trips(records in proptest::collection::vec(".{0,40}", 0..20)) {
-            prop_assert_eq!(decode(&vlen_utf8(&records)), records);
+            prop_assert_eq!(decode(&vlen_utf8(&records)), records.clone());
+            prop_assert_eq!(decode_vlen_utf8(&vlen_utf8(&records)), Ok(records));
+        }
+
+        #[test]
+        fn broken_records_are_an_error_not_a_panic(bytes in proptest::collection::vec(any::<u8>(), 0..64)) {
+            let _ = decode_vlen_utf8(&bytes);
         }
     }
 

@@ -204,6 +204,12 @@ impl UserMetadata {
             .collect()
     }
 
+    /// Takes back the record `text` (a JSON object's, as stored) of plane
+    /// `plane`, read from a store being appended to.
+    pub(crate) fn restore(&self, plane: u64, text: String) {
+        self.lock().frames.insert(plane, text.into());
+    }
+
     /// Forgets the records of planes below `plane`: written for good.
     pub(crate) fn settle(&self, plane: u64) {
         let mut state = self.lock();

@@ -497,6 +497,9 @@ impl ZarrSink {
                 )
             })?;
         }
+        if let (Some(resume), Some(user)) = (self.options.resume, user.as_mut()) {
+            user.resume(resume.first_plane, claimed)?;
+        }
         let metadata = dest.clone();
         let claim: Claim = match &self.chain {
             _ if self.slab.is_some() => unclaimed(metadata),
