@@ -160,29 +160,39 @@ fn the_plan_states_the_order_and_its_memory() {
         "--json",
     ]);
     let json: serde_json::Value = serde_json::from_slice(&held.stdout).unwrap();
-    // slowest along the stored second (3 in tiles of 1): slabs of one
-    // channel, each 4 epochs of 2 of the 6 tiles, two slabs held at once
-    assert_eq!(json["memory_bytes"], 2 * 4 * 2 * 32);
+    // slowest along the stored second (3 in tiles of 1), then the stored
+    // first: slabs of one channel, each streaming in epochs of its 2 of the
+    // 6 tiles, two epoch buffers as in the stored order
+    assert_eq!(json["memory_bytes"], 2 * 2 * 32);
     assert_eq!(
         json["input_slab"],
         serde_json::json!({"dim": 1, "extent": 1, "slabs": 3})
     );
-    // shards 3 channels deep: one slab of every channel, held alone
-    let sharded = plan(&["--input-order", "z,t,y,x", "--shard", "1,3,1,1", "--json"]);
-    let json: serde_json::Value = serde_json::from_slice(&sharded.stdout).unwrap();
-    assert_eq!(json["memory_bytes"], 4 * 6 * 32);
     let text = String::from_utf8(plan(&["--input-order", "z,t,y,x"]).stdout).unwrap();
     assert!(text.contains("input order     [1, 0, 2, 3]"), "{text}");
     assert!(
-        text.contains("the input arrives in 3 slabs of 1 along dimension 1"),
+        text.contains(
+            "the input arrives in 3 slabs of 1 along dimension 1, each streamed in epochs"
+        ),
         "{text}"
     );
-    let refused = plan(&["--input-order", "z,t,y,x", "--memory", "511"]);
+    // slowest along z, then y: each slab (4 epochs of 2 tiles) held whole,
+    // two at once
+    let whole = plan(&["--input-order", "z,y,t,x", "--json"]);
+    let json: serde_json::Value = serde_json::from_slice(&whole.stdout).unwrap();
+    assert_eq!(json["memory_bytes"], 2 * 4 * 2 * 32);
+    let text = String::from_utf8(plan(&["--input-order", "z,y,t,x"]).stdout).unwrap();
+    assert!(text.contains("each held whole"), "{text}");
+    let refused = plan(&["--input-order", "z,y,t,x", "--memory", "511"]);
     let err = String::from_utf8_lossy(&refused.stderr);
     assert!(
         !refused.status.success() && err.contains("less than the 512 bytes"),
         "{err}"
     );
+    // shards 3 deep along z: one slab of all of z, held alone
+    let sharded = plan(&["--input-order", "z,t,y,x", "--shard", "1,3,1,1", "--json"]);
+    let json: serde_json::Value = serde_json::from_slice(&sharded.stdout).unwrap();
+    assert_eq!(json["memory_bytes"], 4 * 6 * 32);
     // shards only matter to the text plan of an input in slabs
     let drawn_only = plan(&["--shard", "1,3,1,1"]);
     assert!(!drawn_only.status.success());

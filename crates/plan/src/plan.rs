@@ -130,9 +130,9 @@ impl StreamSpec {
     /// ```
     pub fn within_memory(self, memory: u64) -> Result<StreamSpec, StreamError> {
         let buffers = StreamPlan::new(&self)?.epoch_buffers_within(memory)?;
-        match self.epochs_in_input_order() {
+        match self.epochs_in_input_order() || self.slabs_in_epochs() {
             true => self.with_epoch_buffers(buffers),
-            // in slabs: the count is two slabs' epochs, not the spec's
+            // slabs held whole: the count is two slabs' epochs, not the spec's
             false => Ok(self),
         }
     }
@@ -280,9 +280,31 @@ impl StreamSpec {
         }
     }
 
+    /// Whether each slab of the input ([`StreamSpec::input_slab`]) streams
+    /// in epochs, as a stream in stored order does: a slab one element
+    /// thick whose input goes on along the stored first dimension (e.g.
+    /// `c,t,y,x` stored `t,c,y,x`, channels in tiles of 1). Its epochs
+    /// then complete as the input arrives, and the stream holds its
+    /// epoch buffers, not whole slabs.
+    ///
+    /// ```
+    /// use retile_plan::{DType, StreamSpec};
+    /// let spec = StreamSpec::new(DType::U8, vec![4, 3, 2], vec![2, 1, 2])?;
+    /// assert!(spec.clone().with_input_order(vec![1, 0, 2])?.slabs_in_epochs());
+    /// assert!(!spec.clone().with_input_order(vec![1, 2, 0])?.slabs_in_epochs());
+    /// assert!(!spec.with_input_order(vec![1, 0, 2])?.with_input_slab(2)?.slabs_in_epochs());
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
+    pub fn slabs_in_epochs(&self) -> bool {
+        matches!(self.input_slab(), Some((_, 1))) && self.input_order[1] == 0
+    }
+
     /// The stream of slab `k` of the input ([`StreamSpec::input_slab`]):
     /// this one, but for the extent along the slab's dimension (shorter in
-    /// the last slab); the stream itself when it is not cut.
+    /// the last slab); the stream itself when it is not cut. A slab that
+    /// streams in epochs ([`StreamSpec::slabs_in_epochs`]) arrives with the
+    /// stored first dimension slowest (its own dimension, of extent 1, is
+    /// moved after it: the same input).
     pub fn slab(&self, k: u64) -> Result<StreamSpec, StreamError> {
         let Some((s, extent)) = self.input_slab() else {
             return Ok(self.clone());
@@ -296,6 +318,9 @@ impl StreamSpec {
         }
         let mut slab = self.clone();
         slab.shape[s] = extent.min(self.shape[s] - first);
+        if self.slabs_in_epochs() {
+            slab.input_order.swap(0, 1);
+        }
         Ok(slab)
     }
 
@@ -568,8 +593,10 @@ impl StreamPlan {
     }
 
     /// Epoch buffers the stream holds: the spec's count, or as many as a
-    /// bounded stream has epochs, if fewer; for an input in slabs, every
-    /// epoch of the two slabs held at once (one filling, one written).
+    /// bounded stream has epochs, if fewer (of one slab's tiles, for an
+    /// input whose slabs stream in epochs); for an input in slabs held
+    /// whole, every epoch of the two slabs held at once (one filling, one
+    /// written).
     ///
     /// ```
     /// use retile_plan::{DType, StreamPlan, StreamSpec};
@@ -579,7 +606,7 @@ impl StreamPlan {
     /// ```
     pub fn epoch_buffers(&self) -> u64 {
         let spec = &self.spec;
-        if !spec.epochs_in_input_order() {
+        if !spec.epochs_in_input_order() && !spec.slabs_in_epochs() {
             return self.slabs_held() * self.counts[0];
         }
         match spec.is_unbounded() {
@@ -611,7 +638,11 @@ impl StreamPlan {
     /// ```
     pub fn epoch_buffers_within(&self, memory: u64) -> Result<u64, StreamError> {
         let epoch = self.epoch_buffer_bytes().max(1);
-        if let Some((s, extent)) = self.spec.input_slab() {
+        if let Some((s, extent)) = self
+            .spec
+            .input_slab()
+            .filter(|_| !self.spec.slabs_in_epochs())
+        {
             let needed = self.memory_bytes();
             return match memory >= needed {
                 true => Ok(self.epoch_buffers()),
@@ -793,8 +824,12 @@ impl fmt::Display for StreamPlan {
                 match spec.input_slab() {
                     None => String::new(),
                     Some((s, extent)) => format!(
-                        "; its slowest is not the stored first: the input arrives in {} slabs of {extent} along dimension {s}, each held whole and written while the next fills, and the array is claimed when the input ends",
-                        spec.slab_count()
+                        "; its slowest is not the stored first: the input arrives in {} slabs of {extent} along dimension {s}, {}, and the array is claimed when the input ends",
+                        spec.slab_count(),
+                        match spec.slabs_in_epochs() {
+                            true => "each streamed in epochs of its own tiles",
+                            false => "each held whole and written while the next fills",
+                        }
                     ),
                 }
             )?;

@@ -251,3 +251,21 @@ def test_arrays_each_take_their_own_order(tmp_path):
             s.append(bt[x], key="b")
     np.testing.assert_array_equal(zarr.open_array(str(tmp_path / "acq.zarr" / "a"), mode="r")[:], a)
     np.testing.assert_array_equal(zarr.open_array(str(tmp_path / "acq.zarr" / "b"), mode="r")[:], b)
+
+
+@pytest.mark.parametrize("shard", [None, (2, 1, 2, 1), (3, 1, 1, 2)])
+def test_channel_slabs_stream_in_epochs_and_read_back(tmp_path, shard):
+    # c,t,y,x stored t,c,y,x, channels in tiles of 1: each channel's slab streams in
+    # epochs of its own tiles (two epoch buffers of one channel's tiles)
+    rng = np.random.default_rng(3)
+    data = rng.integers(0, 60000, size=(7, 3, 10, 9), dtype=np.uint16)
+    path = tmp_path / "c.zarr"
+    tile = (2, 1, 4, 4)
+    with retile.Stream(path, shape=data.shape, tile=tile, dtype="uint16", shard=shard, codec="zstd:1",
+                       dim_names=["t", "c", "y", "x"], input_order=["c", "t", "y", "x"]) as s:
+        for channel in np.transpose(data, (1, 0, 2, 3)):
+            for frame in channel:
+                s.append(np.ascontiguousarray(frame))
+    # two epoch buffers of one channel's tiles of an epoch: 3 x 3 tiles of 2x1x4x4 u16
+    assert s.summary["buffer_bytes"] == 2 * (3 * 3) * (2 * 4 * 4 * 2)
+    np.testing.assert_array_equal(zarr.open_array(str(path), mode="r")[...], data)

@@ -13,6 +13,8 @@ use crate::permuted::Permuted;
 use crate::scatter::Geometry;
 use crate::state::{Filler, StreamState};
 
+mod slabs;
+
 /// Most threads a stream tiles with.
 pub const MAX_THREADS: usize = 256;
 
@@ -48,22 +50,8 @@ pub struct TileStream {
     /// Buffers free for the next epochs.
     spare: Vec<EpochBuffer>,
     /// The slab being filled, for an input in slabs.
-    slab: Option<Slab>,
+    slab: Option<slabs::Slab>,
     pool: Arc<rayon::ThreadPool>,
-}
-
-/// One slab of an input whose slowest dimension is not the stored first
-/// ([`StreamSpec::slab`]): every epoch of it in its own buffer, filled
-/// whole, then sent to the sink as one region of the array.
-struct Slab {
-    index: u64,
-    plan: StreamPlan,
-    scatter: Permuted,
-    buffers: Vec<EpochBuffer>,
-    /// Input bytes of the slab.
-    bytes: u64,
-    /// Those taken so far.
-    taken: u64,
 }
 
 /// How input bytes reach the tiles: rows of the stored order, or an input
@@ -158,7 +146,7 @@ impl TileStream {
         let take = self.state.accepted(data.len())?;
         let src = &data[..take];
         if !self.state.plan.spec().epochs_in_input_order() {
-            self.append_held(src)?;
+            self.append_in_slabs(src)?;
             return Ok(take);
         }
         self.in_epochs(take as u64, |stream, at, n| {
@@ -174,90 +162,6 @@ impl TileStream {
             Ok(())
         })?;
         Ok(take)
-    }
-
-    /// Scatters `src` into the slabs it reaches (an input whose slowest
-    /// dimension is not the stored first: a slab's epochs are complete
-    /// only with its last byte), and sends each slab to the sink as a
-    /// region once it is whole.
-    fn append_held(&mut self, mut src: &[u8]) -> Result<(), StreamError> {
-        while !src.is_empty() {
-            let mut slab = match self.slab.take() {
-                Some(slab) => slab,
-                None => self.open_slab()?,
-            };
-            let n = (slab.bytes - slab.taken).min(src.len() as u64) as usize;
-            let started = Instant::now();
-            let mut buffers: Vec<&mut [u8]> = slab.buffers.iter_mut().map(|b| &mut b[..]).collect();
-            let (scatter, start) = (&slab.scatter, slab.taken as usize);
-            let part = &src[..n];
-            self.pool
-                .install(|| scatter.scatter(&mut buffers, start, part, n >= PARALLEL_BYTES));
-            self.state.summary.scatter_seconds += started.elapsed().as_secs_f64();
-            (slab.taken, self.state.taken, src) = (
-                slab.taken + n as u64,
-                self.state.taken + n as u64,
-                &src[n..],
-            );
-            match slab.taken == slab.bytes {
-                true => self.ship_slab(slab)?,
-                false => self.slab = Some(slab),
-            }
-        }
-        Ok(())
-    }
-
-    /// The next slab, its buffers free (waiting for the sink to give them
-    /// back) and holding the fill value wherever its tiles are padded.
-    fn open_slab(&mut self) -> Result<Slab, StreamError> {
-        let spec = self.state.plan.spec().clone();
-        let (dim, extent) = spec.input_slab().unwrap_or((0, spec.shape()[0]));
-        let frame_bytes = spec.frame_elements()? * spec.dtype().size() as u64;
-        let index = self.state.taken / (frame_bytes * extent).max(1);
-        let plan = StreamPlan::new(&spec.slab(index)?)?;
-        let ragged = plan.spec().shape()[dim] != extent;
-        let epochs = plan.tile_counts()[0];
-        let mut buffers = Vec::with_capacity(epochs as usize);
-        for epoch in 0..epochs {
-            let mut buffer = self.state.free_buffer(&mut self.spare)?;
-            if ragged || plan.epoch_planes(epoch) < spec.tile()[0] {
-                let fill = &self.fill;
-                self.pool.install(|| buffer.refill(fill));
-            }
-            buffers.push(buffer);
-        }
-        Ok(Slab {
-            index,
-            bytes: frame_bytes * plan.spec().shape()[dim],
-            scatter: Permuted::new(&plan),
-            plan,
-            buffers,
-            taken: 0,
-        })
-    }
-
-    /// Sends a whole slab to the sink: the region it is, then its epochs.
-    fn ship_slab(&mut self, slab: Slab) -> Result<(), StreamError> {
-        let spec = self.state.plan.spec();
-        let (dim, extent) = spec.input_slab().unwrap_or((0, 0));
-        let Slab {
-            index,
-            plan,
-            buffers,
-            ..
-        } = slab;
-        let m = plan.m();
-        let planes: Vec<u64> = (0..buffers.len() as u64)
-            .map(|e| plan.epoch_planes(e))
-            .collect();
-        self.state.send_region(plan, dim, index * extent)?;
-        for (epoch, (buffer, planes)) in buffers.into_iter().zip(planes).enumerate() {
-            self.state.send(epoch as u64, planes, buffer)?;
-            self.state.summary.epochs += 1;
-            self.state.summary.tiles += m;
-        }
-        self.state.epoch += 1;
-        Ok(())
     }
 
     /// The buffer of the current epoch: the one being filled, or a free one.
