@@ -21,19 +21,29 @@ pub const MAX_THREADS: usize = 256;
 /// Appends at least this large are scattered by all threads.
 const PARALLEL_BYTES: usize = 1 << 20;
 
-/// The epoch buffers a stream of `plan` needs (two slabs' of an input in
-/// slabs), made and filled before the first append so that no page fault
-/// stalls a real-time source.
+/// The epoch buffers a stream of `plan` starts with, made and filled
+/// before the first append so that no page fault stalls a real-time
+/// source: all it needs, but for an input in slabs held whole, one slab's
+/// (the second slab's are made while the first is written, unless the
+/// sink gave the first's back by then).
 fn epoch_buffers(plan: &StreamPlan, fill: &[u8]) -> Result<Vec<EpochBuffer>, StreamError> {
+    let spec = plan.spec();
+    let count = match spec.epochs_in_input_order() || spec.slabs_in_epochs() {
+        true => epoch_buffer_count(plan),
+        false => plan.tile_counts()[0].min(epoch_buffer_count(plan)),
+    };
+    (0..count).map(|_| epoch_buffer(plan, fill)).collect()
+}
+
+/// One epoch buffer of `plan`, filled with `fill`.
+fn epoch_buffer(plan: &StreamPlan, fill: &[u8]) -> Result<EpochBuffer, StreamError> {
     let bytes = usize::try_from(plan.epoch_buffer_bytes()).map_err(|_| {
         StreamError::Invalid(format!(
             "an epoch of {} bytes does not fit this machine's address space",
             plan.epoch_buffer_bytes()
         ))
     })?;
-    (0..epoch_buffer_count(plan))
-        .map(|_| EpochBuffer::new(bytes, fill))
-        .collect()
+    EpochBuffer::new(bytes, fill)
 }
 
 /// A stream of row-major data being cut into tiles.

@@ -349,13 +349,10 @@ impl<B: AsRef<[u8]> + Send + Sync + 'static> StreamState<B> {
     /// A buffer for the next epoch: one the sink gave back, a `free` one,
     /// or the next the sink gives back (the wait is counted).
     pub fn free_buffer(&mut self, free: &mut Vec<B>) -> Result<B, StreamError> {
-        let worker = self.worker.as_ref().ok_or(StreamError::Finished)?;
-        while let Ok(returned) = worker.returned.try_recv() {
-            free.push(returned?);
-        }
-        if let Some(buffer) = free.pop() {
+        if let Some(buffer) = self.free_buffer_now(free)? {
             return Ok(buffer);
         }
+        let worker = self.worker.as_ref().ok_or(StreamError::Finished)?;
         let waited = Instant::now();
         let buffer = worker
             .returned
@@ -363,6 +360,15 @@ impl<B: AsRef<[u8]> + Send + Sync + 'static> StreamState<B> {
             .map_err(|_| StreamError::Sink("the sink thread stopped".into()))??;
         self.summary.wait_seconds += waited.elapsed().as_secs_f64();
         Ok(buffer)
+    }
+
+    /// A buffer the sink gave back or a `free` one, if there is one now.
+    pub fn free_buffer_now(&mut self, free: &mut Vec<B>) -> Result<Option<B>, StreamError> {
+        let worker = self.worker.as_ref().ok_or(StreamError::Finished)?;
+        while let Ok(returned) = worker.returned.try_recv() {
+            free.push(returned?);
+        }
+        Ok(free.pop())
     }
 
     /// Whether `finish` has run.

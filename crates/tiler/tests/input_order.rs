@@ -103,7 +103,13 @@ fn run(case: &Case, data: &[u8]) -> (Result<u64, StreamError>, MemorySink) {
         assert_eq!(stream.append(&data[at..at + n]).expect("append"), n);
         at += n;
     }
-    (stream.finish().map(|s| s.planes), sink)
+    let memory = stream.plan().memory_bytes();
+    let finished = stream.finish();
+    if let Ok(summary) = &finished {
+        // buffers made on the way stay within the plan's memory
+        assert!(summary.buffer_bytes <= memory, "{summary:?} of {case:?}");
+    }
+    (finished.map(|s| s.planes), sink)
 }
 
 /// Every tile of the sink against the reference: an element inside the

@@ -120,7 +120,18 @@ impl TileStream {
             .input_slab()
             .is_some_and(|(dim, extent)| plan.spec().shape()[dim] != extent);
         let short_epoch = plan.epoch_planes(epoch) < spec.tile()[0];
-        let mut buffer = self.state.free_buffer(&mut self.spare)?;
+        let made = self.state.summary.buffer_bytes;
+        let mut buffer = match self.state.free_buffer_now(&mut self.spare)? {
+            Some(buffer) => buffer,
+            // the second slab's buffers, made while the first is written
+            None if made < self.state.plan.memory_bytes() => {
+                let (plan, fill) = (&self.state.plan, &self.fill);
+                let buffer = self.pool.install(|| super::epoch_buffer(plan, fill))?;
+                self.state.summary.buffer_bytes += buffer.len() as u64;
+                return Ok(buffer);
+            }
+            None => self.state.free_buffer(&mut self.spare)?,
+        };
         if short_slab || short_epoch {
             let fill = &self.fill;
             self.pool.install(|| buffer.refill(fill));
