@@ -49,9 +49,10 @@ impl ArrayOptions {
     /// retile's record of the array these options describe, kept in the
     /// attribute `retile` of what a stream writes (an array's `zarr.json`,
     /// an image's group's): `{"version": 1, "array": {...}}`, the
-    /// description alone (not the writer threads, the memory, the syncing
-    /// or the user's attributes, which a later stream chooses again), from
-    /// which a stream appending to the store takes its options.
+    /// description and the order its frames arrive in (not the writer
+    /// threads, the memory, the syncing or the user's attributes, which a
+    /// later stream chooses again), from which a stream appending to the
+    /// store takes its options.
     ///
     /// ```
     /// use retile_ngff::ArrayOptions;
@@ -63,8 +64,6 @@ impl ArrayOptions {
     /// ```
     pub fn record(&self) -> Value {
         let described = ArrayOptions {
-            // the order frames arrive in is the recording's, not the array's
-            input_order: None,
             writers: None,
             buffered_io: false,
             codec_on: None,
@@ -149,12 +148,6 @@ impl Continuation {
                 )))
             }
         };
-        if given.input_order.is_some() {
-            return Err(StreamError::Invalid(format!(
-                "appending to {} takes frames in the stored order: the planes it rewrites are read back from the store in that order; give no input order",
-                root.display()
-            )));
-        }
         let stored = read_store(&root)?;
         let options = merged(&root, &stored, given)?;
         let halves_first = halves_first(&options);
@@ -185,6 +178,12 @@ impl Continuation {
             ..store
         };
         let mut array = remaining.resolve(Some(store), backend)?;
+        if !array.spec.epochs_in_input_order() {
+            return Err(StreamError::Invalid(format!(
+                "appending to {} takes an input whose slowest dimension is the stored first: an input order slowest along another one claims nothing before its end, so a stopped stream of it left nothing to go on from; write the store anew",
+                root.display()
+            )));
+        }
         if let Some(zarr) = array.output.zarr.as_mut() {
             zarr.record = Some(options.record());
         }
@@ -211,7 +210,8 @@ impl Continuation {
     }
 
     /// Reads the claimed planes `first_plane..claimed` of level 0 back, in
-    /// pieces of whole planes, and hands each to `take`.
+    /// pieces of whole planes, and hands each to `take` in the stream's
+    /// input order (each plane's elements permuted as its frames arrive).
     pub fn replay(
         &self,
         mut take: impl FnMut(&[u8]) -> Result<(), StreamError>,
@@ -233,7 +233,11 @@ impl Continuation {
         let mut start = self.first_plane;
         while start < self.claimed {
             let end = (start + step).min(self.claimed);
-            take(&read_planes(&array, start..end).map_err(|e| fail(doing, e))?)?;
+            let planes = read_planes(&array, start..end).map_err(|e| fail(doing, e))?;
+            match spec.in_stored_order() {
+                true => take(&planes)?,
+                false => take(&in_input_order(&planes, spec))?,
+            }
             start = end;
         }
         Ok(())
@@ -251,6 +255,42 @@ fn read_planes(array: &Array<FilesystemStore>, planes: Range<u64>) -> Result<Vec
         .map_err(|e| e.to_string())?;
     let raw = bytes.into_fixed().map_err(|e| e.to_string())?;
     Ok(raw.into_owned())
+}
+
+/// Whole planes of `spec` (C order over the stored dimensions) as its
+/// input brings them: each plane's elements in the order of
+/// `spec.input_order()[1..]` (an input whose slowest dimension is the
+/// stored first). A resumed stream's planes taken again go through here.
+fn in_input_order(planes: &[u8], spec: &retile_plan::StreamSpec) -> Vec<u8> {
+    let es = spec.dtype().size();
+    let extents = &spec.shape()[1..];
+    let mut strides = vec![1usize; extents.len()];
+    for d in (0..extents.len().saturating_sub(1)).rev() {
+        strides[d] = strides[d + 1] * extents[d + 1] as usize;
+    }
+    // input dimensions, slowest first: extent and stored element stride
+    let dims: Vec<(usize, usize)> = spec.input_order()[1..]
+        .iter()
+        .map(|&d| (extents[d - 1] as usize, strides[d - 1]))
+        .collect();
+    let plane_bytes = strides.first().map_or(1, |&s| s * extents[0] as usize) * es;
+    let mut out = Vec::with_capacity(planes.len());
+    for plane in planes.chunks_exact(plane_bytes.max(1)) {
+        let mut coords = vec![0usize; dims.len()];
+        'elements: loop {
+            let at: usize = coords.iter().zip(&dims).map(|(&c, &(_, s))| c * s).sum();
+            out.extend_from_slice(&plane[at * es..(at + 1) * es]);
+            for k in (0..dims.len()).rev() {
+                coords[k] += 1;
+                if coords[k] < dims[k].0 {
+                    continue 'elements;
+                }
+                coords[k] = 0;
+            }
+            break;
+        }
+    }
+    out
 }
 
 /// The JSON document at `path`.
@@ -461,6 +501,11 @@ fn merged(root: &Path, stored: &Stored, given: &ArrayOptions) -> Result<ArrayOpt
         attributes.extend(more.clone());
     }
     Ok(ArrayOptions {
+        // the recording goes on in its order, unless another is given
+        input_order: given
+            .input_order
+            .clone()
+            .or_else(|| store.input_order.clone()),
         writers: given.writers,
         buffered_io: given.buffered_io,
         codec_on: given.codec_on.clone(),

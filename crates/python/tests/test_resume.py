@@ -325,3 +325,44 @@ def test_a_row_rewritten_with_fill_alone_leaves_no_file_of_a_killed_append(tmp_p
         s.append(zeros)
     np.testing.assert_array_equal(zarr.open_array(str(out), mode="r")[...], np.zeros((4, 4, 4)))
     assert not [p for p in (out / "c").rglob("*") if p.is_file()], "a file of fill alone was left"
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rank=st.integers(3, 5), seed=st.integers(0, 2**32 - 1), data=st.data())
+def test_a_recording_in_another_order_goes_on_in_its_order(tmp_path_factory, rank, seed, data):
+    # the input order is kept in the store's record: the stream goes on in it, and the planes it
+    # takes again from the store are put back in that order
+    rng = np.random.default_rng(seed)
+    planes = int(rng.integers(2, 9))
+    shape = [planes] + [int(rng.integers(1, 6)) for _ in range(rank - 1)]
+    tile = [int(rng.integers(1, 4)) for _ in range(rank)]
+    inner = data.draw(st.permutations(list(range(1, rank))))
+    order = [0] + list(inner)
+    names = ["t", "c", "z", "y", "x"][5 - rank:]
+    array = rng.integers(0, 60000, size=shape).astype(np.uint16)
+    frames = np.ascontiguousarray(np.transpose(array, order))
+    cut = int(rng.integers(1, planes))
+    given_again = data.draw(st.booleans())
+    out = tmp_path_factory.mktemp("order") / "o.zarr"
+    options = dict(shape=[0] + shape[1:], tile=tile, dtype="uint16", shard=[2] + [1] * (rank - 1),
+                   dim_names=names, input_order=[names[d] for d in order])
+    with retile.Stream(str(out), **options) as s:
+        for frame in frames[:cut]:
+            s.append(frame)
+    again = dict(input_order=options["input_order"]) if given_again else {}
+    with retile.Stream(str(out), mode="a", **again) as s:
+        for frame in frames[s.planes_claimed:]:
+            s.append(frame)
+    np.testing.assert_array_equal(zarr.open_array(str(out), mode="r")[...], array)
+
+
+def test_a_recording_slowest_along_another_dimension_is_not_continued(tmp_path):
+    out = tmp_path / "held.zarr"
+    data = np.arange(4 * 3 * 5, dtype=np.uint16).reshape(4, 3, 5)
+    with retile.Stream(str(out), shape=data.shape, tile=(2, 1, 5), dtype="uint16",
+                       input_order=["y", "t", "x"]) as s:
+        s.append(np.ascontiguousarray(np.transpose(data, (1, 0, 2))[:2]))
+        with pytest.raises(RuntimeError):
+            s.finish()
+    with pytest.raises(ValueError, match="claims nothing before its end"):
+        retile.Stream(str(out), mode="a")
