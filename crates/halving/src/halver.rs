@@ -1,6 +1,7 @@
 //! Planes of one level turned into planes of the next as they arrive, so
-//! that a pyramid holds at most one group of parent planes and one batch of
-//! child planes between two levels, whatever the stream's length.
+//! that a pyramid holds between two levels at most the first plane of a
+//! pair (where the planes' dimension is halved), one unit of a plane cut by
+//! an append and one batch of child planes, whatever the stream's length.
 
 use retile_plan::{DType, StreamError, StreamSpec};
 
