@@ -23,7 +23,10 @@ fn main() -> Result<(), retile_plan::StreamError> {
         for (name, piece) in [
             ("whole planes", plane),
             ("half planes", plane / 2),
-            ("pieces of 1000 rows and one element", 1000 * w as usize * 2 + 2),
+            (
+                "pieces of 1000 rows and one element",
+                1000 * w as usize * 2 + 2,
+            ),
         ] {
             let mut best = f64::MAX;
             for _ in 0..5 {

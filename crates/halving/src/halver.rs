@@ -37,8 +37,7 @@ const BATCH_BYTES: usize = 8 << 20;
 /// # Ok::<(), retile_plan::StreamError>(())
 /// ```
 pub struct Halver {
-    method: Method,
-    spec: StreamSpec,
+    kernel: Kernel,
     halving: Halving,
     units: Units,
     /// Parent planes per child plane: 2 when the first dimension is halved.
@@ -73,8 +72,10 @@ impl Halver {
         let per_group = if halve[0] { 2 } else { 1 };
         let units = Units::new(&plane, &halves, esize);
         Ok(Halver {
-            method,
-            spec: parent.clone(),
+            kernel: Kernel {
+                method,
+                dtype: parent.dtype(),
+            },
             halving,
             per_group,
             parent_plane_bytes,
@@ -144,7 +145,7 @@ impl Halver {
         if self.parent_plane_bytes == 0 {
             return Ok(());
         }
-        let esize = self.spec.dtype().size();
+        let esize = self.kernel.dtype.size();
         while !data.is_empty() {
             let aligned = (data.as_ptr() as usize).is_multiple_of(esize);
             let taken = if self.received == 0 && aligned && data.len() >= self.group_bytes() {
@@ -175,20 +176,11 @@ impl Halver {
         if !lone || self.parent_plane_bytes == 0 {
             return self.emit_batch(emit);
         }
-        self.make_batch();
-        let bytes = self.child_plane_bytes;
-        let out = &mut bytemuck::cast_slice_mut(&mut self.out)[self.out_len..self.out_len + bytes];
-        let parent = &bytemuck::cast_slice(&self.first)[..self.parent_plane_bytes];
-        let parents = Parents::BackToBack(parent, 1);
-        halve_on(
-            pool,
-            self.method,
-            self.spec.dtype(),
-            &self.halving,
-            parents,
-            out,
-        )?;
-        self.out_len += bytes;
+        let first = std::mem::take(&mut self.first);
+        let parent = &bytemuck::cast_slice(&first)[..self.parent_plane_bytes];
+        let result = self.reduce_whole(parent, 1, pool);
+        self.first = first;
+        result?;
         self.emit_batch(emit)
     }
 
@@ -232,22 +224,28 @@ impl Halver {
     ) -> Result<usize, StreamError> {
         self.emit_batch(emit)?;
         let groups = (data.len() / self.group_bytes()).min(self.batch_planes());
-        let bytes = groups * self.child_plane_bytes;
-        self.make_batch();
-        let out = &mut bytemuck::cast_slice_mut(&mut self.out)[..bytes];
-        let parent = &data[..groups * self.per_group * self.parent_plane_bytes];
-        let parents = Parents::BackToBack(parent, self.per_group);
-        halve_on(
-            pool,
-            self.method,
-            self.spec.dtype(),
-            &self.halving,
-            parents,
-            out,
-        )?;
-        self.out_len = bytes;
+        let parent = &data[..groups * self.group_bytes()];
+        self.reduce_whole(parent, self.per_group, pool)?;
         self.emit_batch(emit)?;
         Ok(parent.len())
+    }
+
+    /// Reduces whole groups of `per_group` parent planes into the batch,
+    /// after its whole child planes.
+    fn reduce_whole(
+        &mut self,
+        parent: &[u8],
+        per_group: usize,
+        pool: &rayon::ThreadPool,
+    ) -> Result<(), StreamError> {
+        let groups = parent.len() / (per_group * self.parent_plane_bytes);
+        let bytes = groups * self.child_plane_bytes;
+        self.make_batch();
+        let out = &mut bytemuck::cast_slice_mut(&mut self.out)[self.out_len..self.out_len + bytes];
+        let parents = Parents::BackToBack(parent, per_group);
+        self.kernel.run(pool, &self.halving, parents, out)?;
+        self.out_len += bytes;
+        Ok(())
     }
 
     /// Copies bytes of the first plane of a pair; returns the bytes taken.
@@ -336,7 +334,6 @@ impl Halver {
         self.make_batch();
         let out = &mut bytemuck::cast_slice_mut(&mut self.out)[self.out_len..];
         let first: &[u8] = bytemuck::cast_slice(&self.first);
-        let (method, dtype) = (self.method, self.spec.dtype());
         for run in self.units.runs(start, end) {
             let parent = &last[run.parent.start - start..run.parent.end - start];
             let planes;
@@ -347,29 +344,32 @@ impl Halver {
                 }
                 _ => Parents::BackToBack(parent, 1),
             };
-            halve_on(
-                pool,
-                method,
-                dtype,
-                &run.halving,
-                parents,
-                &mut out[run.child],
-            )?;
+            let dst = &mut out[run.child];
+            self.kernel.run(pool, &run.halving, parents, dst)?;
         }
         Ok(())
     }
 }
 
-/// [`halve_parents`] on the threads of `pool`.
-fn halve_on(
-    pool: &rayon::ThreadPool,
+/// The reduction a halver runs: its method on its element type.
+#[derive(Clone, Copy)]
+struct Kernel {
     method: Method,
     dtype: DType,
-    halving: &Halving,
-    parents: Parents<'_>,
-    dst: &mut [u8],
-) -> Result<(), StreamError> {
-    pool.install(|| halve_parents(method, dtype, halving, parents, dst))
+}
+
+impl Kernel {
+    /// [`halve_parents`] on the threads of `pool`.
+    fn run(
+        self,
+        pool: &rayon::ThreadPool,
+        halving: &Halving,
+        parents: Parents<'_>,
+        dst: &mut [u8],
+    ) -> Result<(), StreamError> {
+        let Kernel { method, dtype } = self;
+        pool.install(|| halve_parents(method, dtype, halving, parents, dst))
+    }
 }
 
 /// The plane of `parent` (every dimension but the first; one element for
