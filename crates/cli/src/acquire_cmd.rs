@@ -5,6 +5,7 @@
 //! input does not stall the others.
 
 use std::collections::BTreeMap;
+use std::ops::Range;
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender};
@@ -13,14 +14,18 @@ use std::time::{Duration, Instant};
 use retile_stream::{Acquisition, AcquisitionSettings, S3Options, Summary, ZarrOptions};
 
 use crate::error::CliError;
-use crate::input::{Input, InputError, Next, BUFFER_BYTES};
+use crate::input::{Buffer, Giver, Input, InputError, InputFile, Next};
 use crate::print::say;
 use crate::signals::{interrupted, second_interrupt, stop_on_interrupt};
 
 /// What an input's thread hands on.
 enum Read {
-    /// Whole planes of the array at this index.
-    Frames(usize, Vec<u8>),
+    /// Whole planes of the array at this index: the range of a piece of
+    /// its input, whose buffer goes back to the input once appended.
+    Piece(usize, Buffer, Range<usize>),
+    /// A whole plane of the array at this index, gathered from pieces of
+    /// its input that cut it (a pipe's, or planes over 16 MiB).
+    Plane(usize, Vec<u8>),
     /// The input ended (after `partial` bytes of a plane that were dropped).
     End(usize, u64),
     /// Reading failed.
@@ -76,48 +81,52 @@ pub fn inputs_by_key(
     }
 }
 
-/// Reads `input` on a thread of its own, handing on whole planes of
-/// `plane` bytes (about [`BUFFER_BYTES`] at a time) as array `at`'s.
+/// Reads `input` on a thread of its own, handing on its pieces as array
+/// `at`'s, cut to whole planes of `plane` bytes: a regular file's pieces
+/// hold whole planes (up to 16 MiB each) and go on as they are; only a
+/// plane that pieces cut is gathered into one of its own. Returns what
+/// gives the pieces back to `input` once they are appended.
 fn spawn_reader(
     at: usize,
     mut input: Input,
     plane: usize,
     out: SyncSender<Read>,
-) -> Result<(), CliError> {
-    let target = (BUFFER_BYTES / plane).max(1) * plane;
+) -> Result<Giver, CliError> {
+    let giver = input.giver();
     let job = move || {
-        let mut chunk = Vec::with_capacity(target);
+        // the bytes of a plane that pieces cut, so far
+        let mut cut = Vec::new();
         loop {
             let piece = match input.next(interrupted) {
                 Ok(Next::Piece(piece)) => piece,
                 Ok(Next::End | Next::Stopped) => break,
                 Err(e) => return drop(out.send(Read::Failed(at, e))),
             };
-            let mut bytes = piece.bytes();
-            while !bytes.is_empty() {
-                let take = (target - chunk.len()).min(bytes.len());
-                chunk.extend_from_slice(&bytes[..take]);
-                bytes = &bytes[take..];
-                if chunk.len() == target {
-                    let full = std::mem::replace(&mut chunk, Vec::with_capacity(target));
-                    if out.send(Read::Frames(at, full)).is_err() {
-                        return;
-                    }
+            let bytes = piece.bytes();
+            let mut start = 0;
+            if !cut.is_empty() {
+                start = (plane - cut.len()).min(bytes.len());
+                cut.extend_from_slice(&bytes[..start]);
+                if cut.len() == plane
+                    && out.send(Read::Plane(at, std::mem::take(&mut cut))).is_err()
+                {
+                    return;
                 }
             }
-            input.give_back(piece);
+            let end = start + (bytes.len() - start) / plane * plane;
+            cut.extend_from_slice(&bytes[end..]);
+            if end == start {
+                input.give_back(piece);
+            } else if out.send(Read::Piece(at, piece, start..end)).is_err() {
+                return;
+            }
         }
-        let partial = chunk.len() % plane;
-        chunk.truncate(chunk.len() - partial);
-        if !chunk.is_empty() && out.send(Read::Frames(at, chunk)).is_err() {
-            return;
-        }
-        let _ = out.send(Read::End(at, partial as u64));
+        let _ = out.send(Read::End(at, cut.len() as u64));
     };
     std::thread::Builder::new()
         .name(format!("retile-input-{at}"))
         .spawn(job)
-        .map(drop)
+        .map(|_| giver)
         .map_err(|e| format!("cannot start a thread to read an input: {e}").into())
 }
 
@@ -133,9 +142,9 @@ pub fn stream(
     settings.overwrite |= overwrite;
     let keys = settings.keys()?;
     let inputs = inputs_by_key(inputs, &keys)?;
-    let opened: Vec<(String, Input)> = inputs
+    let opened: Vec<(String, InputFile)> = inputs
         .into_iter()
-        .map(|(key, file)| Ok((key, Input::open(&file, 0)?)))
+        .map(|(key, file)| Ok((key, InputFile::open(&file)?)))
         .collect::<Result<_, CliError>>()?;
     stop_on_interrupt();
     let mut acquisition = settings.open(ZarrOptions {
@@ -147,15 +156,15 @@ pub fn stream(
     })?;
     say(format_args!("{}", acquisition.budget()))?;
     let (send, receive) = sync_channel(2 * opened.len());
-    let mut names = Vec::with_capacity(opened.len());
-    for (at, (key, input)) in opened.into_iter().enumerate() {
-        let plane = acquisition.plane_bytes(Some(&key))?.max(1) as usize;
-        spawn_reader(at, input, plane, send.clone())?;
-        names.push(key);
+    let mut arrays = Vec::with_capacity(opened.len());
+    for (at, (key, file)) in opened.into_iter().enumerate() {
+        let plane = acquisition.plane_bytes(Some(&key))?.max(1);
+        let giver = spawn_reader(at, file.read(plane)?, plane as usize, send.clone())?;
+        arrays.push((key, giver));
     }
     drop(send);
     let started = Instant::now();
-    let ending = take_frames(&mut acquisition, &names, receive);
+    let ending = take_frames(&mut acquisition, &arrays, receive);
     let finished = acquisition.finish();
     let seconds = started.elapsed().as_secs_f64();
     let summaries = match (ending, finished) {
@@ -173,16 +182,17 @@ pub fn stream(
     }
 }
 
-/// Appends every frame the readers hand on until every input ends
-/// (`Ok(true)`), an interrupt (`Ok(false)`), or an error; a plane cut short
-/// at the end of an input, a failed read or input past a bounded shape is
-/// an error, reported once the store is closed.
+/// Appends every frame the readers hand on (to the array named first in
+/// `arrays`' entry, its pieces given back with the second) until every
+/// input ends (`Ok(true)`), an interrupt (`Ok(false)`), or an error; a
+/// plane cut short at the end of an input, a failed read or input past a
+/// bounded shape is an error, reported once the store is closed.
 fn take_frames(
     acquisition: &mut Acquisition,
-    names: &[String],
+    arrays: &[(String, Giver)],
     receive: Receiver<Read>,
 ) -> Result<bool, CliError> {
-    let mut open = names.len();
+    let mut open = arrays.len();
     let mut problem: Option<CliError> = None;
     while open > 0 {
         if interrupted() {
@@ -194,23 +204,23 @@ fn take_frames(
             Err(RecvTimeoutError::Disconnected) => break,
         };
         match read {
-            Read::Frames(at, frames) => {
-                let taken = acquisition.append(Some(&names[at]), &frames)?;
-                if taken < frames.len() {
-                    problem.get_or_insert_with(|| {
-                        format!(
-                            "the input of '{}' is longer than its shape: the rest was refused",
-                            names[at]
-                        )
-                        .into()
-                    });
+            Read::Piece(at, piece, range) => {
+                let appended = append(acquisition, &arrays[at].0, &piece.bytes()[range]);
+                arrays[at].1.give_back(piece);
+                if let Some(refused) = appended? {
+                    problem.get_or_insert(refused);
+                }
+            }
+            Read::Plane(at, plane) => {
+                if let Some(refused) = append(acquisition, &arrays[at].0, &plane)? {
+                    problem.get_or_insert(refused);
                 }
             }
             Read::End(at, partial) => {
                 open -= 1;
                 if partial > 0 {
                     problem.get_or_insert_with(|| {
-                        format!("the input of '{}' ended inside a plane: its last {partial} bytes were dropped; every complete plane was written", names[at]).into()
+                        format!("the input of '{}' ended inside a plane: its last {partial} bytes were dropped; every complete plane was written", arrays[at].0).into()
                     });
                 }
             }
@@ -219,7 +229,7 @@ fn take_frames(
                 problem.get_or_insert_with(|| {
                     format!(
                         "reading the input of '{}' failed: {e}; what was read before was written",
-                        names[at]
+                        arrays[at].0
                     )
                     .into()
                 });
@@ -230,6 +240,19 @@ fn take_frames(
         Some(e) => Err(e),
         None => Ok(true),
     }
+}
+
+/// Appends `frames` to the array `key` names; the problem to report when
+/// it refused some (its input is longer than its shape).
+fn append(
+    acquisition: &mut Acquisition,
+    key: &str,
+    frames: &[u8],
+) -> Result<Option<CliError>, CliError> {
+    let taken = acquisition.append(Some(key), frames)?;
+    Ok((taken < frames.len()).then(|| {
+        format!("the input of '{key}' is longer than its shape: the rest was refused").into()
+    }))
 }
 
 /// One line per array of what it stored, and the total.
@@ -251,4 +274,37 @@ fn report(summaries: &[(String, Summary)], seconds: f64, output: &Path) -> Resul
         ))?;
     }
     say(format_args!("  wrote {}\n", output.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_s_pieces_go_on_as_they_are_and_a_cut_last_plane_is_counted() {
+        let plane = 100_000;
+        let data: Vec<u8> = (0..150 * plane + 7).map(|i| (i % 251) as u8).collect();
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        std::io::Write::write_all(&mut file, &data).unwrap();
+        let path = file.path().to_str().unwrap();
+        let input = Input::open(path, plane as u64).unwrap();
+        let (send, receive) = sync_channel(2);
+        let giver = spawn_reader(3, input, plane, send).unwrap();
+        let (mut read, mut pieces) = (Vec::new(), 0);
+        let partial = loop {
+            match receive.recv().unwrap() {
+                Read::Piece(3, piece, range) => {
+                    read.extend_from_slice(&piece.bytes()[range]);
+                    pieces += 1;
+                    giver.give_back(piece);
+                }
+                Read::End(3, partial) => break partial,
+                _ => panic!("a piece of a regular file was copied, or a read failed"),
+            }
+        };
+        // pieces of about 4 MiB: 42 planes each, the last one short
+        assert_eq!(pieces, 4);
+        assert_eq!(partial, 7);
+        assert!(read == data[..150 * plane]);
+    }
 }

@@ -247,12 +247,16 @@ struct Readers {
     ended: Option<End>,
 }
 
-impl Input {
-    /// The file at `path`, or stdin for `-`, handed on in pieces of
-    /// whole planes of `plane` bytes where they are small enough (see
-    /// [`piece_bytes`]).
-    pub fn open(path: &str, plane: u64) -> Result<Input, InputError> {
-        let piece = piece_bytes(plane);
+/// An input opened but not yet read: the file at a path, or stdin,
+/// checked to be something to read; [`InputFile::read`] starts reading it.
+pub struct InputFile {
+    file: File,
+    name: String,
+}
+
+impl InputFile {
+    /// The file at `path`, or stdin for `-`.
+    pub fn open(path: &str) -> Result<InputFile, InputError> {
         let (file, name) = match path {
             "-" => {
                 let fd = io::stdin().as_fd().try_clone_to_owned().map_err(|source| {
@@ -271,17 +275,51 @@ impl Input {
                 (file, path.to_string())
             }
         };
-        let kind = file.metadata().map(|m| m.file_type());
-        if kind.as_ref().is_ok_and(|k| k.is_dir()) {
+        if file.metadata().is_ok_and(|m| m.is_dir()) {
             return Err(InputError::Directory { path: name });
         }
-        let readers = match kind.is_ok_and(|k| k.is_file()) {
-            true => Readers::file(file, name, file_reader_threads(), piece)?,
-            false => Readers::stream(file, piece)?,
+        Ok(InputFile { file, name })
+    }
+
+    /// Starts reading it, handed on in pieces of whole planes of `plane`
+    /// bytes where they are small enough (see [`piece_bytes`]).
+    pub fn read(self, plane: u64) -> Result<Input, InputError> {
+        let piece = piece_bytes(plane);
+        let regular = self.file.metadata().is_ok_and(|m| m.is_file());
+        let readers = match regular {
+            true => Readers::file(self.file, self.name, file_reader_threads(), piece)?,
+            false => Readers::stream(self.file, piece)?,
         };
         Ok(Input {
             source: Source::Readers(readers),
         })
+    }
+}
+
+/// Gives pieces' buffers back to the input they came from, from any
+/// thread (see [`Input::giver`]).
+#[derive(Clone)]
+pub struct Giver {
+    free: Option<Sender<Buffer>>,
+}
+
+impl Giver {
+    /// Returns a piece's buffer to be filled again (dropped where its
+    /// input makes its own, or has stopped reading).
+    pub fn give_back(&self, mut buffer: Buffer) {
+        buffer.len = 0;
+        if let Some(free) = &self.free {
+            drop(free.send(buffer));
+        }
+    }
+}
+
+impl Input {
+    /// The file at `path`, or stdin for `-`, handed on in pieces of
+    /// whole planes of `plane` bytes where they are small enough (see
+    /// [`piece_bytes`]).
+    pub fn open(path: &str, plane: u64) -> Result<Input, InputError> {
+        InputFile::open(path)?.read(plane)
     }
 
     /// `total` elements of `esize` bytes, element `i` holding `i` (little
@@ -336,11 +374,24 @@ impl Input {
 
     /// Returns a piece's buffer to be filled again.
     pub fn give_back(&mut self, mut buffer: Buffer) {
-        buffer.len = 0;
         match &mut self.source {
             // a reader that stopped needs no buffer: dropping it is right
-            Source::Readers(readers) => drop(readers.free.send(buffer)),
-            Source::Synthetic { buffer: slot, .. } => *slot = Some(buffer),
+            Source::Readers(_) => self.giver().give_back(buffer),
+            Source::Synthetic { buffer: slot, .. } => {
+                buffer.len = 0;
+                *slot = Some(buffer)
+            }
+        }
+    }
+
+    /// What gives its pieces' buffers back from another thread than the
+    /// one reading it: a piece handed on whole, to be given back once used.
+    pub fn giver(&self) -> Giver {
+        Giver {
+            free: match &self.source {
+                Source::Readers(readers) => Some(readers.free.clone()),
+                Source::Synthetic { .. } => None,
+            },
         }
     }
 }

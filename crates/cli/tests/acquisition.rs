@@ -106,20 +106,26 @@ fn elements(a: &Array) -> u64 {
     a.planes * a.shape[1..].iter().product::<u64>()
 }
 
+/// Whether zarr-python reads the store of `spec` (store, input, shape,
+/// dtype, tile, pyramid) back as its input; what it said where not.
+fn reads_back(spec: &serde_json::Value) -> Result<(), String> {
+    let read = readback::zarr_readback(spec);
+    match read.status.success() {
+        true => Ok(()),
+        false => Err(format!(
+            "zarr-python: {}{}",
+            String::from_utf8_lossy(&read.stdout),
+            String::from_utf8_lossy(&read.stderr)
+        )),
+    }
+}
+
 /// Reads back the array `a` at `store` with zarr-python against `input`.
 fn read_back(store: &Path, input: &Path, a: &Array, planes: u64) -> Result<(), TestCaseError> {
     let shape = [&[planes][..], &a.shape[1..]].concat();
     let spec = serde_json::json!({"store": store, "input": input, "shape": shape,
         "dtype": DTYPES[a.dtype].1, "tile": a.tile, "pyramid": null});
-    let read = readback::zarr_readback(&spec);
-    prop_assert!(
-        read.status.success(),
-        "{:?}: zarr-python: {}{}",
-        a,
-        String::from_utf8_lossy(&read.stdout),
-        String::from_utf8_lossy(&read.stderr)
-    );
-    Ok(())
+    reads_back(&spec).map_err(|e| TestCaseError::fail(format!("{a:?}: {e}")))
 }
 
 /// Writes each array's input: random bytes, whole planes.
@@ -306,4 +312,67 @@ fn the_plan_states_the_budget_and_an_array_past_it_is_refused() {
         expected,
     );
     assert!(!out.exists(), "a refused acquisition made its store");
+}
+
+/// `retile stream --config` with array `a` from the regular file `a_input`
+/// and array `b` from stdin, written `b_input` 7 bytes at a time with a
+/// pause after each, so that the pieces the pipe hands on cut planes.
+fn stream_with_piped_b(c: &str, a_input: &Path, b_input: &[u8]) -> Output {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_retile"))
+        .args(["stream", "--config", c, "--overwrite"])
+        .args(["--input", &format!("a={}", a_input.display())])
+        .args(["--input", "b=-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("retile runs");
+    let mut stdin = child.stdin.take().unwrap();
+    for piece in b_input.chunks(7) {
+        stdin.write_all(piece).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    drop(stdin);
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn planes_that_a_pipe_cuts_are_written_whole_and_a_cut_last_one_dropped() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, config) = two_arrays(dir.path());
+    let c = config.to_str().unwrap();
+    let bytes =
+        |n: usize, seed: usize| -> Vec<u8> { (0..n).map(|i| (i * 31 + seed) as u8).collect() };
+    let a = dir.path().join("a.raw");
+    std::fs::write(&a, bytes(3 * 32, 1)).unwrap();
+    let b_planes = bytes(6 * 32, 2);
+    let b = dir.path().join("b.raw");
+    std::fs::write(&b, &b_planes).unwrap();
+    let check = |key: &str, input: &Path, planes: u64| {
+        let spec = serde_json::json!({"store": out.join(key), "input": input,
+            "shape": [planes, 4, 4], "dtype": "uint16", "tile": [1, 4, 4], "pyramid": null});
+        reads_back(&spec).unwrap_or_else(|e| panic!("{key}: {e}"));
+    };
+    // whole planes in pieces that cut them: every plane written
+    let run = stream_with_piped_b(c, &a, &b_planes);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    check("a", &a, 3);
+    check("b", &b, 6);
+    // and 5 bytes of a seventh plane: dropped, reported, the six kept
+    let mut cut = b_planes.clone();
+    cut.extend_from_slice(&[9; 5]);
+    let run = stream_with_piped_b(c, &a, &cut);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(!run.status.success());
+    assert!(
+        stderr.contains("the input of 'b' ended inside a plane: its last 5 bytes were dropped"),
+        "{stderr}"
+    );
+    check("a", &a, 3);
+    check("b", &b, 6);
 }

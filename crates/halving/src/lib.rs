@@ -26,6 +26,7 @@
 
 mod halver;
 mod reduce;
+mod units;
 
 pub use halver::Halver;
 pub use reduce::{halve_planes, Halving, Method};

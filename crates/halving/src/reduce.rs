@@ -389,13 +389,71 @@ pub fn halve_planes(
     src: &[u8],
     dst: &mut [u8],
 ) -> Result<(), StreamError> {
+    halve_parents(
+        method,
+        dtype,
+        halving,
+        Parents::BackToBack(src, per_group),
+        dst,
+    )
+}
+
+/// Where the parent planes of each group lie.
+#[derive(Clone, Copy)]
+pub(crate) enum Parents<'a> {
+    /// Groups of this many planes back to back (the last group may be
+    /// short of planes).
+    BackToBack(&'a [u8], usize),
+    /// The `i`-th plane of every group in the `i`-th slice, back to back:
+    /// a group's planes held in separate buffers.
+    Split(&'a [&'a [u8]]),
+}
+
+/// [`Parents`] read as elements.
+enum TypedParents<'a, T> {
+    BackToBack(&'a [T], usize),
+    Split(Vec<&'a [T]>),
+}
+
+impl<'a, T> TypedParents<'a, T> {
+    fn per_group(&self) -> usize {
+        match self {
+            TypedParents::BackToBack(_, per_group) => *per_group,
+            TypedParents::Split(planes) => planes.len(),
+        }
+    }
+
+    /// Plane `i` of group `group` (`len` elements), if the input holds it.
+    fn plane(&self, group: usize, i: usize, len: usize) -> Option<&'a [T]> {
+        let (planes, index) = match self {
+            TypedParents::BackToBack(src, per_group) => (*src, group * per_group + i),
+            TypedParents::Split(planes) => (planes[i], group),
+        };
+        planes.get(index * len..(index + 1) * len)
+    }
+}
+
+/// [`halve_planes`] of groups whose planes lie where `parents` says.
+pub(crate) fn halve_parents(
+    method: Method,
+    dtype: DType,
+    halving: &Halving,
+    parents: Parents<'_>,
+    dst: &mut [u8],
+) -> Result<(), StreamError> {
     macro_rules! typed {
         ($t:ty) => {
             halve_typed::<$t>(
                 method,
                 halving,
-                per_group,
-                cast(src)?,
+                &match parents {
+                    Parents::BackToBack(src, per_group) => {
+                        TypedParents::BackToBack(cast(src)?, per_group)
+                    }
+                    Parents::Split(planes) => TypedParents::Split(
+                        planes.iter().map(|p| cast(p)).collect::<Result<_, _>>()?,
+                    ),
+                },
                 bytemuck::try_cast_slice_mut(dst).map_err(misaligned)?,
             )
         };
@@ -438,8 +496,7 @@ const ROWS_PER_TASK: usize = 16;
 fn halve_typed<T: Element>(
     method: Method,
     halving: &Halving,
-    per_group: usize,
-    src: &[T],
+    parents: &TypedParents<'_, T>,
     dst: &mut [T],
 ) {
     let (parent_plane, child_plane) = (halving.parent_elements(), halving.child_elements());
@@ -448,7 +505,7 @@ fn halve_typed<T: Element>(
     let pair = halving.halve[halving.last()];
     let rows = halving.child_rows();
     let groups = dst.len() / child_plane.max(1);
-    let planes_in = src.len() / parent_plane.max(1);
+    let per_group = parents.per_group();
     dst.par_chunks_mut(child_width * ROWS_PER_TASK)
         .enumerate()
         .for_each(|(task, out)| {
@@ -461,11 +518,12 @@ fn halve_typed<T: Element>(
                 debug_assert!(group < groups);
                 halving.parent_rows(row, &mut offsets);
                 sources.clear();
-                let first = group * per_group;
-                for plane in first..(first + per_group).min(planes_in) {
+                for i in 0..per_group {
+                    let Some(plane) = parents.plane(group, i, parent_plane) else {
+                        continue;
+                    };
                     for &o in &offsets {
-                        let start = plane * parent_plane + o;
-                        sources.push(&src[start..start + parent_width]);
+                        sources.push(&plane[o..o + parent_width]);
                     }
                 }
                 reduce_row_dispatch(method, &sources, pair, out_row, &mut scratch);

@@ -163,7 +163,9 @@ impl PyramidOptions {
 
     /// Bytes of host memory the pyramid's streams hold on the CPU, whatever
     /// the stream's length: every level's epoch buffers and, between two
-    /// levels, at most one group of parent planes and one batch of child planes.
+    /// levels, what a [`retile_halving::Halver`] holds (at most the first
+    /// plane of a pair, a unit of a plane cut by an append and one batch of
+    /// child planes).
     ///
     /// ```
     /// use retile_plan::{DType, StreamPlan, StreamSpec};

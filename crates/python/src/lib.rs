@@ -9,6 +9,7 @@ mod calc;
 mod error;
 mod layout;
 mod rechunk;
+mod retiling;
 mod slabs;
 mod stream;
 

@@ -4,64 +4,14 @@
 
 use std::path::PathBuf;
 
-use pyo3::exceptions::{PyMemoryError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use retile_rechunk::{rechunk as retile_array, Rechunk, RechunkError, ZarrSource};
-use retile_stream::{Backend, Codec, Output, S3Options, ZarrOptions};
+use retile_rechunk::rechunk as retile_array;
+use retile_stream::S3Options;
 
-use crate::error::stream_err;
-use crate::stream::{pyramid_options, summary_dict};
-
-/// A re-tiling's error as Python's: memory it cannot have is a
-/// `MemoryError`, a stream's error as a stream's, the rest `ValueError`.
-pub(crate) fn rechunk_err(e: RechunkError) -> PyErr {
-    match e {
-        RechunkError::Stream(e) => stream_err(e),
-        e @ RechunkError::Memory { .. } => PyMemoryError::new_err(e.to_string()),
-        e @ RechunkError::Source { .. } => PyValueError::new_err(e.to_string()),
-    }
-}
-
-/// The arguments of `retile.rechunk` that describe the new array, as its
-/// `_SlabJob.rechunk` also takes them.
-pub(crate) struct NewArray<'a> {
-    pub dst: PathBuf,
-    pub tile: Vec<u64>,
-    pub shard: Option<Vec<u64>>,
-    pub codec: &'a str,
-    pub pyramid: Option<&'a str>,
-    pub levels: Option<usize>,
-    pub downsample: Option<Vec<bool>>,
-    pub memory: Option<u64>,
-    pub overwrite: bool,
-    pub threads: usize,
-}
-
-impl NewArray<'_> {
-    /// The re-tiling job, writing with `s3`'s settings.
-    pub(crate) fn job(self, s3: S3Options) -> PyResult<Rechunk> {
-        Ok(Rechunk {
-            tile: self.tile,
-            output: Output {
-                zarr: Some(ZarrOptions {
-                    path: self.dst,
-                    codec: self.codec.parse::<Codec>().map_err(stream_err)?,
-                    shard: self.shard,
-                    overwrite: self.overwrite,
-                    s3,
-                    ..Default::default()
-                }),
-                pyramid: pyramid_options(self.pyramid, self.levels, self.downsample)?,
-                ngff: None,
-            },
-            backend: Backend::Cpu {
-                threads: self.threads,
-            },
-            memory: self.memory,
-        })
-    }
-}
+use crate::error::rechunk_err;
+use crate::retiling::{NewArray, ReTiling};
+use crate::stream::summary_dict;
 
 /// Re-tiles the Zarr array at `src` (v2 or v3: a directory, or
 /// `s3://BUCKET/PREFIX`) into a new store at `dst` (the same kinds) with chunks
@@ -127,8 +77,7 @@ fn rechunk<'py>(
         config: s3_config.unwrap_or_default().into_iter().collect(),
         ..Default::default()
     };
-    let source = ZarrSource::open(&src, &s3).map_err(rechunk_err)?;
-    let job = NewArray {
+    let ReTiling { source, job } = NewArray {
         dst,
         tile,
         shard,
@@ -140,7 +89,7 @@ fn rechunk<'py>(
         overwrite,
         threads,
     }
-    .job(s3)?;
+    .re_tiling(&src, s3)?;
     let summary = py
         .allow_threads(|| retile_array(&source, &job, |_| {}))
         .map_err(rechunk_err)?;

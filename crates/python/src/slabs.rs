@@ -10,11 +10,11 @@ use std::time::Duration;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use retile_rechunk::{read_depth, rechunk_slab, slab_job, Rechunk, ZarrSource};
+use retile_rechunk::{read_depth, rechunk_slab, slab_job};
 use retile_stream::{ArrayOptions, Backend, JobStore, S3Options, SlabJob, ZarrOptions};
 
-use crate::error::stream_err;
-use crate::rechunk::{rechunk_err, NewArray};
+use crate::error::{rechunk_err, stream_err};
+use crate::retiling::{NewArray, ReTiling};
 use crate::stream::{check_format, summary_dict, HeldBuffer};
 
 /// The S3 settings of `allow_http`, `retry_seconds` and `s3_config`.
@@ -39,13 +39,7 @@ fn s3_options(
 /// from a Zarr array being re-tiled.
 enum Input {
     Given,
-    Source(Box<SourceJob>),
-}
-
-/// A re-tiling's source and job.
-struct SourceJob {
-    source: ZarrSource,
-    job: Rechunk,
+    Source(Box<ReTiling>),
 }
 
 /// One array written in slabs of whole shard rows (of every level) by the
@@ -118,8 +112,7 @@ impl PySlabJob {
         s3_config: Option<BTreeMap<String, String>>,
     ) -> PyResult<PySlabJob> {
         let s3 = s3_options(allow_http, 120.0, s3_config)?;
-        let source = ZarrSource::open(&src, &s3).map_err(rechunk_err)?;
-        let job = NewArray {
+        let retiling = NewArray {
             dst,
             tile,
             shard,
@@ -131,10 +124,10 @@ impl PySlabJob {
             overwrite,
             threads,
         }
-        .job(s3)?;
+        .re_tiling(&src, s3)?;
         Ok(PySlabJob {
-            job: slab_job(&source, &job).map_err(rechunk_err)?,
-            input: Input::Source(Box::new(SourceJob { source, job })),
+            job: slab_job(&retiling.source, &retiling.job).map_err(rechunk_err)?,
+            input: Input::Source(Box::new(retiling)),
             threads,
             store: Mutex::new(None),
         })
