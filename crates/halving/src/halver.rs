@@ -14,7 +14,7 @@ const BATCH_BYTES: usize = 8 << 20;
 /// Turns planes of one level into planes of the next, as they arrive.
 ///
 /// A plane that arrives in pieces is reduced piece by piece, straight from
-/// the caller's bytes: every [unit](Units) of the plane (a row, or the two
+/// the caller's bytes: every unit of the plane (a row, or the two
 /// rows or slices a halved dimension pairs) that a piece holds whole is
 /// reduced where it lies, and only a unit cut by the end of a piece is
 /// copied, to be completed by the next. When the first dimension is
