@@ -4,6 +4,7 @@ scheduler): random arrays of rank 2 to 5 in dask chunks that do not line
 up with the shards, read back equal with zarr-python; pyramids against the
 numpy reference and validated by ome-zarr-models; a worker killed in the
 middle of a job; a failing task; a worker's memory; S3."""
+import contextlib
 import json
 import os
 import subprocess
@@ -169,17 +170,36 @@ def boom(block, fail):
     return block
 
 
-def test_a_failing_task_fails_the_job_and_the_store_claims_nothing(client, tmp_path):
+def late_or_boom(block, fail):
+    """Fails at once, or passes the block on a second late: the failing
+    task's siblings are still running when it fails."""
+    if not fail:
+        time.sleep(1.0)
+    return boom(block, fail)
+
+
+def files_in(path):
+    return sorted((str(p.relative_to(path)), p.stat().st_size) for p in path.rglob("*") if p.is_file())
+
+
+@pytest.mark.parametrize("scheduler", ["distributed", "threads"])
+def test_a_failing_task_fails_the_job_and_the_store_claims_nothing(client, tmp_path, scheduler):
     data = random_array(np.random.default_rng(1), (40, 6, 6), "u2")
     x = da.from_array(data, chunks=(8, 6, 6))
     x = x.map_blocks(boom, fail=False)
-    bad = da.map_blocks(lambda b, block_info=None: boom(b, block_info[0]["chunk-location"][0] == 2), x, dtype=x.dtype)
+    bad = da.map_blocks(lambda b, block_info=None: late_or_boom(b, block_info[0]["chunk-location"][0] == 2),
+                        x, dtype=x.dtype)
     out = tmp_path / "f.zarr"
-    with pytest.raises(RuntimeError, match="fails on purpose"):
+    local = distributed_off() if scheduler == "threads" else contextlib.nullcontext()
+    with local, pytest.raises(RuntimeError, match="fails on purpose"):
         retile.dask.to_zarr(bad, str(out), tile=(4, 6, 6), shard=(2, 1, 1), pyramid="mean", retries=0)
     group = zarr.open_group(str(out), mode="r")
     assert all(group[k].shape[0] == 0 for k in group.array_keys())
     assert not (out / ".retile.lock").exists()
+    # no task of the failed job still writes: the store stays as it was left
+    left = files_in(out)
+    time.sleep(1.5)
+    assert files_in(out) == left
     # the store is not locked: the same job again, and it reads back
     retile.dask.to_zarr(x, str(out), tile=(4, 6, 6), shard=(2, 1, 1), pyramid="mean", overwrite=True)
     assert same(zarr.open_group(str(out), mode="r")["0"][...], data)

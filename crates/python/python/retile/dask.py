@@ -171,15 +171,31 @@ def _run(job, tasks, client, retries):
     started = time.perf_counter()
     job.begin()
     try:
-        if client is not None:
-            summaries = client.gather(client.compute(tasks, retries=retries))
-        else:
-            summaries = dask.compute(*tasks)
+        summaries = _compute(tasks, client, retries)
     except BaseException:
         job.close()
         raise
     job.finish()
     return _combined(list(summaries), job, time.perf_counter() - started)
+
+
+def _compute(tasks, client, retries):
+    """The tasks' results, returned or raised only once no task runs any
+    more: a failed task must not leave its siblings writing into a store
+    that is then closed, unlocked and perhaps written again."""
+    if client is not None:
+        from distributed import wait
+
+        futures = client.compute(tasks, retries=retries)
+        wait(futures)  # every task ended, by a result or an error
+        return client.gather(futures)
+    if dask.config.get("scheduler", None) in (None, "threads", "threading"):
+        from concurrent.futures import ThreadPoolExecutor
+
+        # leaving the block waits for the tasks still running
+        with ThreadPoolExecutor(_parallelism(None)) as pool:
+            return dask.compute(*tasks, scheduler="threads", pool=pool)
+    return dask.compute(*tasks)
 
 
 def to_zarr(x, output, *, tile, overwrite=False, threads=0, allow_http=False,
