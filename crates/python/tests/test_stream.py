@@ -234,6 +234,27 @@ def test_the_gil_is_released_while_tiling():
     assert sum(progressed) > 1000, (progressed, slowest)
 
 
+def test_a_finished_stream_leaves_no_lock_behind_at_once(tmp_path):
+    """The store is unlocked when ``finish`` returns, not a moment later: a
+    writer task once let go of the store after saying it was done, and 1
+    stream in 6 into /dev/shm (where the last sync is instant) still had
+    its lock file when the ``with`` block ended."""
+    import os
+    import tempfile
+    base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else str(tmp_path)
+    frame = np.random.default_rng(0).integers(0, 1000, (512, 512)).astype(np.uint16)
+    with tempfile.TemporaryDirectory(dir=base) as where:
+        for k in range(60):
+            path = os.path.join(where, f"s{k}.zarr")
+            codec = ["none", "blosc-lz4:1", "blosc-zstd:1"][k % 3]
+            with retile.Stream(path, shape=(0, 512, 512), tile=(16, 128, 128), dtype="uint16",
+                               shard=(1, 2, 2), codec=codec) as s:
+                for _ in range(32):
+                    s.append(frame)
+            assert not os.path.exists(os.path.join(path, ".retile.lock")), f"stream {k} ({codec})"
+            assert sorted(os.listdir(path)) == ["c", "zarr.json"]
+
+
 def test_one_stream_owns_a_store_and_another_is_refused_naming_it(tmp_path):
     import os
     path = tmp_path / "owned.zarr"

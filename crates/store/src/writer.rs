@@ -81,7 +81,7 @@ struct Shared {
     claims: Mutex<Claims>,
     /// The first failure: the row it hit, and what it was.
     failure: OnceLock<(u64, String)>,
-    in_flight: InFlight,
+    in_flight: Arc<InFlight>,
     pub counters: Counters,
 }
 
@@ -127,8 +127,11 @@ struct InFlight {
     idle: Condvar,
 }
 
-/// One task counted in [`InFlight`] until dropped.
-struct Ticket<'a>(&'a InFlight);
+/// One task counted in [`InFlight`] until dropped. It holds the count
+/// itself, not the writer's state: the task drops its share of that state
+/// (the store's lock among it) before its ticket, so a stream that waited
+/// for no task in flight holds the store alone.
+struct Ticket(Arc<InFlight>);
 
 impl InFlight {
     fn enter(&self) {
@@ -143,7 +146,7 @@ impl InFlight {
     }
 }
 
-impl Drop for Ticket<'_> {
+impl Drop for Ticket {
     fn drop(&mut self) {
         let mut count = lock(&self.0.count);
         *count -= 1;
@@ -215,7 +218,7 @@ impl EpochWriter {
                 claim: setup.claim,
             }),
             failure: OnceLock::new(),
-            in_flight: InFlight::default(),
+            in_flight: Arc::default(),
             counters: Counters::default(),
         };
         EpochWriter {
@@ -368,14 +371,15 @@ struct Task {
 
 impl Task {
     fn run(mut self) {
-        let shared = self.shared.clone();
-        let _ticket = Ticket(&shared.in_flight);
-        let row = self.row_index;
+        let ticket = Ticket(self.shared.in_flight.clone());
         let outcome = catch_unwind(AssertUnwindSafe(|| self.write()))
             .unwrap_or_else(|_| Err(StreamError::Sink("a writer thread panicked".into())));
         if let Err(e) = outcome {
-            shared.fail(row, e);
+            self.shared.fail(self.row_index, e);
         }
+        // the task's state goes before its ticket says it is done
+        drop(self);
+        drop(ticket);
     }
 
     /// Appends the tiles, gives the epoch's buffer back (once no task holds
