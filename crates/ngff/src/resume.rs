@@ -25,6 +25,7 @@ use serde_json::{json, Map, Value};
 use zarrs::array::{Array, ArrayBytes, ArraySubset};
 use zarrs::filesystem::FilesystemStore;
 
+use retile_copy::{permute_reference, Permute};
 use retile_plan::{DType, StreamError};
 use retile_pyramid::{Backend, MultiscaleStream};
 use retile_store::{Codec, Resume, StorePath, ZarrOptions};
@@ -236,7 +237,7 @@ impl Continuation {
             let planes = read_planes(&array, start..end).map_err(|e| fail(doing, e))?;
             match spec.in_stored_order() {
                 true => take(&planes)?,
-                false => take(&in_input_order(&planes, spec))?,
+                false => take(&in_input_order(&planes, spec)?)?,
             }
             start = end;
         }
@@ -261,36 +262,19 @@ fn read_planes(array: &Array<FilesystemStore>, planes: Range<u64>) -> Result<Vec
 /// input brings them: each plane's elements in the order of
 /// `spec.input_order()[1..]` (an input whose slowest dimension is the
 /// stored first). A resumed stream's planes taken again go through here.
-fn in_input_order(planes: &[u8], spec: &retile_plan::StreamSpec) -> Vec<u8> {
+fn in_input_order(planes: &[u8], spec: &retile_plan::StreamSpec) -> Result<Vec<u8>, StreamError> {
     let es = spec.dtype().size();
-    let extents = &spec.shape()[1..];
-    let mut strides = vec![1usize; extents.len()];
-    for d in (0..extents.len().saturating_sub(1)).rev() {
-        strides[d] = strides[d + 1] * extents[d + 1] as usize;
+    let plane_bytes = spec.plane_elements()? * es as u64;
+    if planes.is_empty() || plane_bytes == 0 {
+        return Ok(Vec::new());
     }
-    // input dimensions, slowest first: extent and stored element stride
-    let dims: Vec<(usize, usize)> = spec.input_order()[1..]
-        .iter()
-        .map(|&d| (extents[d - 1] as usize, strides[d - 1]))
-        .collect();
-    let plane_bytes = strides.first().map_or(1, |&s| s * extents[0] as usize) * es;
-    let mut out = Vec::with_capacity(planes.len());
-    for plane in planes.chunks_exact(plane_bytes.max(1)) {
-        let mut coords = vec![0usize; dims.len()];
-        'elements: loop {
-            let at: usize = coords.iter().zip(&dims).map(|(&c, &(_, s))| c * s).sum();
-            out.extend_from_slice(&plane[at * es..(at + 1) * es]);
-            for k in (0..dims.len()).rev() {
-                coords[k] += 1;
-                if coords[k] < dims[k].0 {
-                    continue 'elements;
-                }
-                coords[k] = 0;
-            }
-            break;
-        }
-    }
-    out
+    let mut shape = vec![(planes.len() as u64 / plane_bytes) as i64];
+    shape.extend(spec.shape()[1..].iter().map(|&n| n as i64));
+    Permute::new(&shape, spec.input_order(), es)
+        .and_then(|permute| permute_reference(&permute, planes))
+        .map_err(|e| {
+            StreamError::Invalid(format!("putting the planes read back in input order: {e}"))
+        })
 }
 
 /// The JSON document at `path`.
