@@ -13,10 +13,10 @@ use crate::signals::{interrupted, second_interrupt, stop_on_interrupt};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use retile_stream::{
-    default_axes, open_output, resolve_input_order, ArrayOptions, Axis, Backend, Codec, CodecOn,
-    Continuation, DType, DimRef, Method, MultiscaleStream, NgffOptions, Output, PyramidOptions,
-    S3Options, S3Traffic, Shuffle, StreamDType, StreamError, StreamPlan, StreamSpec, Summary,
-    SyncPolicy, UserMetadata, ZarrOptions,
+    default_axes, open_output, ArrayOptions, Axis, Backend, Codec, CodecOn, Continuation, DType,
+    DimRef, Method, MultiscaleStream, NgffOptions, Output, PyramidOptions, S3Options, S3Traffic,
+    Shuffle, StreamDType, StreamError, StreamPlan, StreamSpec, Summary, SyncPolicy, UserMetadata,
+    ZarrOptions,
 };
 
 /// The stream's shape, tile and element type.
@@ -391,26 +391,29 @@ impl ShapeArgs {
     /// The stream's spec; `names` are the dimensions' names `--input-order`
     /// uses, `shard` the shards (an input in slabs takes whole ones).
     fn spec(&self, names: Option<&[String]>, shard: Option<&Dims>) -> Result<StreamSpec, CliError> {
-        let dtype: DType = self.dtype.as_deref().unwrap_or("u16").parse()?;
         let (Some(shape), Some(tile)) = (&self.shape, &self.tile) else {
             return Err("give --shape and --tile (or --config FILE for several arrays)".into());
         };
-        let mut spec = StreamSpec::new(dtype, shape.0.clone(), tile.0.clone())?;
-        if let Some(order) = &self.input_order {
-            let order: Vec<DimRef> = order.iter().map(|d| DimRef::from(d.as_str())).collect();
-            let rank = spec.shape().len();
-            spec = spec.with_input_order(
-                resolve_input_order(&order, names, rank)
-                    .map_err(|e| e.to_string().replacen("input_order", "--input-order", 1))?,
-            )?;
-        }
-        if let Some(shard) = shard {
-            spec = spec.with_input_slab_of_shard(&shard.0)?;
-        }
-        Ok(match self.memory {
-            Some(memory) => spec.within_memory(memory)?,
-            None => spec,
-        })
+        let options = ArrayOptions {
+            shape: shape.0.clone(),
+            tile: tile.0.clone(),
+            dtype: self.dtype.clone().unwrap_or_else(|| "u16".into()),
+            input_order: self
+                .input_order
+                .as_ref()
+                .map(|order| order.iter().map(|d| DimRef::from(d.as_str())).collect()),
+            dim_names: names.map(<[String]>::to_vec),
+            shard: shard.map(|d| d.0.clone()),
+            memory: self.memory,
+            ..Default::default()
+        };
+        let named_as_flags = |e| match e {
+            StreamError::Invalid(m) => {
+                StreamError::Invalid(m.replacen("input_order", "--input-order", 1))
+            }
+            e => e,
+        };
+        Ok(options.spec().map_err(named_as_flags)?)
     }
 }
 

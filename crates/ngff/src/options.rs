@@ -143,6 +143,47 @@ impl ArrayOptions {
         given
     }
 
+    /// The stream the description asks for: shape, tile and type, the
+    /// order the input arrives in (an input slowest along another
+    /// dimension than the stored first comes in slabs of whole shards) and
+    /// the memory for its epochs.
+    ///
+    /// ```
+    /// use retile_ngff::{ArrayOptions, DimRef};
+    /// let options = ArrayOptions {
+    ///     shape: vec![4, 3, 8, 8],
+    ///     tile: vec![2, 1, 8, 8],
+    ///     dtype: "u16".into(),
+    ///     input_order: Some(vec![DimRef::from("c"), DimRef::from("t"), DimRef::from("y"), DimRef::from("x")]),
+    ///     dim_names: Some(["t", "c", "y", "x"].map(String::from).to_vec()),
+    ///     shard: Some(vec![1, 3, 1, 1]),
+    ///     ..Default::default()
+    /// };
+    /// let spec = options.spec()?;
+    /// assert_eq!(spec.input_order(), &[1, 0, 2, 3]);
+    /// assert_eq!(spec.input_slab(), Some((1, 3)));
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
+    pub fn spec(&self) -> Result<StreamSpec, StreamError> {
+        let dtype: DType = self.dtype.parse()?;
+        let mut spec = StreamSpec::new(dtype, self.shape.clone(), self.tile.clone())?;
+        if let Some(order) = &self.input_order {
+            let rank = spec.shape().len();
+            spec = spec.with_input_order(resolve_input_order(
+                order,
+                self.dim_names.as_deref(),
+                rank,
+            )?)?;
+        }
+        if let Some(shard) = &self.shard {
+            spec = spec.with_input_slab_of_shard(shard)?;
+        }
+        match self.memory {
+            Some(memory) => spec.within_memory(memory),
+            None => Ok(spec),
+        }
+    }
+
     /// Checks the description and resolves it into what opens the stream:
     /// written to `store` (its path, `overwrite` and S3 settings are the
     /// caller's; the rest comes from here), or only measured when `None`.
@@ -166,22 +207,8 @@ impl ArrayOptions {
             .as_deref()
             .unwrap_or("end")
             .parse::<SyncPolicy>()?;
-        let dtype: DType = self.dtype.parse()?;
-        let mut spec = StreamSpec::new(dtype, self.shape.clone(), self.tile.clone())?;
-        if let Some(order) = &self.input_order {
-            let rank = spec.shape().len();
-            spec = spec.with_input_order(resolve_input_order(
-                order,
-                self.dim_names.as_deref(),
-                rank,
-            )?)?;
-        }
-        if let Some(shard) = &self.shard {
-            spec = spec.with_input_slab_of_shard(shard)?;
-        }
-        if let Some(memory) = self.memory {
-            spec = spec.within_memory(memory)?;
-        }
+        let spec = self.spec()?;
+        let dtype = spec.dtype();
         let fill = self.fill_bytes(dtype)?;
         let pyramid = self.pyramid_options()?;
         let Some(store) = store else {
