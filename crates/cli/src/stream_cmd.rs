@@ -909,7 +909,7 @@ fn report(summary: &Summary, busy: f64, output: Option<&PathBuf>) -> Result<(), 
         gb, summary.tiles, summary.planes, summary.epochs, summary.seconds, gb / busy.max(1e-9), summary.gigabytes_per_second()
     ))?;
     say(format_args!(
-        "  tiling {:.2} s, waiting for the sink {:.2} s, sink {:.2} s; tile buffers {:.1} MB (made in {:.2} s, before the first frame), peak memory {:.1} MB\n",
+        "  tiling {:.2} s, waiting for the sink {:.2} s, sink {:.2} s; tile buffers {:.1} MB (started in {:.2} s: the first epoch's made before the first frame, the others meanwhile), peak memory {:.1} MB\n",
         summary.scatter_seconds, summary.wait_seconds, summary.sink_seconds, summary.buffer_bytes as f64 / 1e6,
         summary.setup_seconds,
         peak_rss_bytes().unwrap_or(0) as f64 / 1e6

@@ -27,8 +27,10 @@ pub struct Summary {
     pub sink_seconds: f64,
     /// Bytes of tile buffers held at the peak (at most two epochs).
     pub buffer_bytes: u64,
-    /// Time spent making and filling the tile buffers, before the first
-    /// append (included in `seconds`).
+    /// Time from the stream's start until it could take the first append:
+    /// the sink begun and the first epoch's tile buffer made and filled
+    /// (the others are made on the tiling threads while it fills; included
+    /// in `seconds`).
     pub setup_seconds: f64,
     /// What the sink did: bytes stored, compression and write times (of
     /// every level, added up, for a pyramid).

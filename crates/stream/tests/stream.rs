@@ -463,7 +463,7 @@ fn memory_stays_at_two_epochs_whatever_the_length() {
 }
 
 #[test]
-fn the_tile_buffers_are_made_before_the_first_append() {
+fn the_first_epochs_buffer_is_made_before_the_first_append_and_the_others_come() {
     let one_epoch = StreamSpec::new(DType::U8, vec![3, 8, 8], vec![4, 4, 4]).unwrap();
     let two_epochs = StreamSpec::new(DType::U8, vec![5, 8, 8], vec![4, 4, 4]).unwrap();
     let unbounded = StreamSpec::new(DType::U8, vec![0, 8, 8], vec![4, 4, 4]).unwrap();
@@ -473,6 +473,35 @@ fn the_tile_buffers_are_made_before_the_first_append() {
         let summary = stream.finish().unwrap();
         assert_eq!(summary.buffer_bytes, buffers * 4 * 8 * 8);
         assert!(summary.setup_seconds <= summary.seconds);
+    }
+}
+
+/// Eight epoch buffers, seven of them made while the first fills: every
+/// epoch of a long input arrives whole, on 1 to 3 threads, and a stream
+/// finished before its buffers are all made ends at once.
+#[test]
+fn buffers_made_while_the_stream_runs_carry_every_epoch() {
+    let epoch = 4 * 32 * 32 * 2;
+    for threads in 1..=3 {
+        let spec = StreamSpec::new(DType::U16, vec![0, 32, 32], vec![4, 8, 8])
+            .unwrap()
+            .within_memory(8 * epoch)
+            .unwrap();
+        let sink = MemorySink::new();
+        let mut stream =
+            TileStream::new(spec.clone(), &[9, 0], threads, Box::new(sink.clone())).unwrap();
+        let data: Vec<u8> = (0..64 * 32 * 32 * 2u32)
+            .map(|i| (i * 7 % 251) as u8)
+            .collect();
+        for piece in data.chunks(999) {
+            stream.append(piece).unwrap();
+        }
+        let summary = stream.finish().unwrap();
+        assert_eq!((summary.planes, summary.buffer_bytes), (64, 8 * epoch));
+        assert_eq!(sink.assemble().unwrap(), data, "{threads} threads");
+        // ended before the others could be made
+        let mut quick = TileStream::new(spec, &[0, 0], threads, Box::new(NullSink)).unwrap();
+        assert_eq!(quick.finish().unwrap().planes, 0);
     }
 }
 
