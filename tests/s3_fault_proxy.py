@@ -34,7 +34,8 @@ import random
 import socket
 import sys
 import threading
-import time
+
+import moto_server  # tests/moto_server.py, beside this script
 
 KINDS = ("503", "500", "drop", "lose", "hang")
 
@@ -189,30 +190,6 @@ class Proxy:
         writer.close()
 
 
-def start_moto(bucket):
-    """A moto S3 server on a free port of 127.0.0.1 with `bucket` made; its port."""
-    import logging
-    import urllib.error
-    import urllib.request
-
-    from moto.server import ThreadedMotoServer
-
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False).start()
-    for _ in range(300):
-        try:
-            urllib.request.urlopen(urllib.request.Request(f"http://127.0.0.1:{port}/{bucket}", method="PUT")).read()
-            return port
-        except urllib.error.HTTPError as e:
-            sys.exit(f"moto refused the bucket {bucket!r}: {e}")
-        except OSError:
-            time.sleep(0.1)
-    sys.exit("moto did not start")
-
-
 async def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--target", type=int, help="the S3 server's port on 127.0.0.1")
@@ -221,7 +198,7 @@ async def main():
     parser.add_argument("--lifetime", type=float, default=600.0, help="seconds before the proxy exits")
     parser.add_argument("--max-requests", type=int, default=50000, help="requests before the proxy exits")
     args = parser.parse_args()
-    target = args.target if args.moto is None else start_moto(args.moto)
+    target = args.target if args.moto is None else moto_server.start(args.moto)
     loop = asyncio.get_running_loop()
     done = asyncio.Event()
     proxy = Proxy(target, args.hold, args.max_requests, done)

@@ -6,12 +6,10 @@ server tests are skipped, unless RETILE_REQUIRE_S3=1 (CI), where that fails."""
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import threading
 import time
-import urllib.request
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +19,7 @@ import retile
 
 REQUIRED = os.environ.get("RETILE_REQUIRE_S3") == "1"
 PROXY = Path(__file__).resolve().parents[3] / "tests" / "s3_fault_proxy.py"
+MOTO = PROXY.with_name("moto_server.py")
 
 
 def need(module):
@@ -37,26 +36,17 @@ def endpoint():
     need("zarr")
     need("s3fs")
     need("moto")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
+    server = subprocess.Popen([sys.executable, str(MOTO), "--bucket", "retile-py"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
-        started = False
-        for _ in range(300):
-            if server.poll() is not None:
-                break
-            try:
-                urllib.request.urlopen(urllib.request.Request(f"{url}/retile-py", method="PUT")).read()
-                started = True
-                break
-            except OSError:
-                time.sleep(0.2)
-        if not started:
+        first = [""]
+        reader = threading.Thread(target=lambda: first.__setitem__(0, server.stdout.readline()), daemon=True)
+        reader.start()
+        reader.join(60)
+        if not first[0].startswith("port "):
             assert not REQUIRED, "RETILE_REQUIRE_S3=1 but moto_server did not start"
             pytest.skip("S3 tests did not run: moto_server did not start")
+        url = f"http://127.0.0.1:{int(first[0].split()[1])}"
         saved = {k: os.environ.get(k) for k in ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION", "AWS_ALLOW_HTTP")}
         os.environ.update(AWS_ENDPOINT_URL=url, AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing",
                           AWS_REGION="us-east-1", AWS_ALLOW_HTTP="true")

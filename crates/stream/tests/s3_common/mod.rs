@@ -4,7 +4,7 @@
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Arc;
@@ -21,75 +21,69 @@ use zarrs_object_store::AsyncObjectStore;
 
 pub const BUCKET: &str = "retile-test";
 
-/// A moto S3 server on a free port of 127.0.0.1, stopped when dropped (and
-/// when this process ends: it exits when its standard input closes).
+/// A moto S3 server (`tests/moto_server.py`) on 127.0.0.1, stopped when
+/// dropped (and when this process ends: it exits when its standard input
+/// closes).
 pub struct Moto {
     child: Child,
     pub port: u16,
-    _log: tempfile::NamedTempFile,
-}
-
-pub fn free_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("a free port on 127.0.0.1");
-    listener.local_addr().expect("its address").port()
 }
 
 impl Moto {
-    /// Starts a server; `auth`: it checks signatures and knows no key,
-    /// so that every request is refused for its credentials.
-    pub fn start(auth: bool) -> Result<Moto, String> {
-        let port = free_port();
-        let script = "import sys, threading, os\n\
-threading.Thread(target=lambda: (sys.stdin.read(), os._exit(0)), daemon=True).start()\n\
-from moto.server import main\n\
-main(['-H', '127.0.0.1', '-p', sys.argv[1]])\n";
-        let log = tempfile::NamedTempFile::new().map_err(|e| e.to_string())?;
+    /// Starts a server with `bucket` made; `auth`: it checks signatures and
+    /// knows no key, so that every request is refused for its credentials
+    /// (and no bucket is made). The server binds a port the system chooses
+    /// and says which, so parallel tests never share one.
+    pub fn start(auth: bool, bucket: &str) -> Result<Moto, String> {
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/moto_server.py");
         let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
+        let log = tempfile::NamedTempFile::new().map_err(|e| e.to_string())?;
         let mut command = Command::new(&python);
         command
-            .args(["-c", script, &port.to_string()])
+            .arg(script)
             .stdin(Stdio::piped())
-            .stdout(Stdio::null())
+            .stdout(Stdio::piped())
             .stderr(log.reopen().map_err(|e| e.to_string())?);
         if auth {
             command.env("INITIAL_NO_AUTH_ACTION_COUNT", "0");
+        } else {
+            command.args(["--bucket", bucket]);
         }
-        let child = command
+        let mut child = command
             .spawn()
             .map_err(|e| format!("cannot run {python}: {e}"))?;
-        let mut moto = Moto {
-            child,
-            port,
-            _log: log,
+        let stdout = child.stdout.take().expect("its stdout");
+        let (tx, first) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let _ = BufReader::new(stdout).read_line(&mut line);
+            let _ = tx.send(line);
+        });
+        let port = match first.recv_timeout(Duration::from_secs(60)) {
+            Ok(line) => line.trim().strip_prefix("port ").and_then(|p| p.parse().ok()),
+            Err(_) => None,
         };
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                return Ok(moto);
+        let mut moto = Moto { child, port: 0 };
+        match port {
+            Some(port) => {
+                moto.port = port;
+                Ok(moto)
             }
-            if let Ok(Some(status)) = moto.child.try_wait() {
-                let said = std::fs::read_to_string(moto._log.path()).unwrap_or_default();
+            None => {
+                let _ = moto.child.kill();
+                let _ = moto.child.wait();
+                let said = std::fs::read_to_string(log.path()).unwrap_or_default();
                 let tail: Vec<&str> = said.lines().rev().take(3).collect();
-                return Err(format!(
-                    "moto_server exited ({status}): {}",
+                Err(format!(
+                    "moto_server did not start within 60 s: {}",
                     tail.into_iter().rev().collect::<Vec<_>>().join(" / ")
-                ));
+                ))
             }
-            if Instant::now() > deadline {
-                return Err("moto_server did not listen within 60 s".into());
-            }
-            std::thread::sleep(Duration::from_millis(100));
         }
     }
 
     pub fn endpoint(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
-    }
-
-    /// Makes a bucket with a plain request (moto takes unsigned ones).
-    pub fn create_bucket(&self, name: &str) {
-        let answer = raw_request(self.port, "PUT", &format!("/{name}"));
-        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     }
 
     /// A client of this server, as a reader would make one.
@@ -128,13 +122,8 @@ pub fn raw_request(port: u16, method: &str, target: &str) -> String {
 /// The server with a bucket, or `None` (and why, on stderr) where moto
 /// cannot be started; with `RETILE_REQUIRE_S3=1` that is a failure.
 pub fn moto(auth: bool) -> Option<Moto> {
-    match Moto::start(auth) {
-        Ok(m) => {
-            if !auth {
-                m.create_bucket(BUCKET);
-            }
-            Some(m)
-        }
+    match Moto::start(auth, BUCKET) {
+        Ok(m) => Some(m),
         Err(why) => {
             let required = std::env::var("RETILE_REQUIRE_S3").is_ok_and(|v| v == "1");
             assert!(
