@@ -34,7 +34,7 @@ fn epoch_buffers_at_start(plan: &StreamPlan) -> u64 {
     }
 }
 
-/// The epoch buffers a stream of `plan` starts with, made and filled
+/// The epoch buffers a stream of `plan` starts with (and their count), made and filled
 /// (every page touched, so that no page fault stalls a real-time source):
 /// the first epoch's now; the others, for a stream in input order, on the
 /// pool's threads while the first fills, handed on through the receiver
@@ -46,7 +46,7 @@ fn epoch_buffers(
     plan: &StreamPlan,
     fill: &[u8],
     pool: &Arc<rayon::ThreadPool>,
-) -> Result<(Vec<EpochBuffer>, Option<Receiver<Made>>), StreamError> {
+) -> Result<(Vec<EpochBuffer>, Option<Receiver<Made>>, u64), StreamError> {
     let count = epoch_buffers_at_start(plan);
     let later = match plan.spec().epochs_in_input_order() {
         true => count.saturating_sub(1),
@@ -58,7 +58,7 @@ fn epoch_buffers(
             .collect::<Result<Vec<_>, _>>()
     })?;
     if later == 0 {
-        return Ok((now, None));
+        return Ok((now, None, count));
     }
     let (made, making) = channel();
     let (plan, fill) = (plan.clone(), fill.to_vec());
@@ -70,7 +70,7 @@ fn epoch_buffers(
             }
         }
     });
-    Ok((now, Some(making)))
+    Ok((now, Some(making), count))
 }
 
 /// A buffer made on the pool's threads after the stream started.
@@ -168,9 +168,8 @@ impl TileStream {
         let plan = plan_stream(&spec, fill)?;
         let scatter = Scatter::new(&plan);
         let mut state = StreamState::start(plan, fill, sink)?;
-        let (spare, making) = epoch_buffers(&state.plan, fill, &pool)?;
-        state.summary.buffer_bytes =
-            epoch_buffers_at_start(&state.plan) * state.plan.epoch_buffer_bytes();
+        let (spare, making, count) = epoch_buffers(&state.plan, fill, &pool)?;
+        state.summary.buffer_bytes = count * state.plan.epoch_buffer_bytes();
         state.summary.setup_seconds = state.started.elapsed().as_secs_f64();
         Ok(TileStream {
             state,
@@ -243,17 +242,20 @@ impl TileStream {
         let Some(making) = &self.making else {
             return Ok(());
         };
-        let waited = Instant::now();
-        let first = match wait {
-            true => making.recv().map_err(|_| TryRecvError::Disconnected),
-            false => making.try_recv(),
-        };
         if wait {
+            let waited = Instant::now();
+            let next = making.recv();
             self.state.summary.wait_seconds += waited.elapsed().as_secs_f64();
-        }
-        let mut next = first;
-        loop {
             match next {
+                Ok(made) => self.spare.push(made?),
+                Err(_) => {
+                    self.making = None;
+                    return Ok(());
+                }
+            }
+        }
+        loop {
+            match making.try_recv() {
                 Ok(made) => self.spare.push(made?),
                 Err(TryRecvError::Empty) => return Ok(()),
                 Err(TryRecvError::Disconnected) => {
@@ -261,7 +263,6 @@ impl TileStream {
                     return Ok(());
                 }
             }
-            next = making.try_recv();
         }
     }
 

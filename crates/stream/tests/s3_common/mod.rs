@@ -60,7 +60,10 @@ impl Moto {
             let _ = tx.send(line);
         });
         let port = match first.recv_timeout(Duration::from_secs(60)) {
-            Ok(line) => line.trim().strip_prefix("port ").and_then(|p| p.parse().ok()),
+            Ok(line) => line
+                .trim()
+                .strip_prefix("port ")
+                .and_then(|p| p.parse().ok()),
             Err(_) => None,
         };
         let mut moto = Moto { child, port: 0 };
