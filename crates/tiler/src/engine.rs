@@ -34,7 +34,7 @@ fn epoch_buffers_at_start(plan: &StreamPlan) -> u64 {
     }
 }
 
-/// The epoch buffers a stream of `plan` starts with (and their count), made and filled
+/// The epoch buffers a stream of `plan` starts with, made and filled
 /// (every page touched, so that no page fault stalls a real-time source):
 /// the first epoch's now; the others, for a stream in input order, on the
 /// pool's threads while the first fills, handed on through the receiver
@@ -46,7 +46,7 @@ fn epoch_buffers(
     plan: &StreamPlan,
     fill: &[u8],
     pool: &Arc<rayon::ThreadPool>,
-) -> Result<(Vec<EpochBuffer>, Option<Receiver<Made>>, u64), StreamError> {
+) -> Result<StartBuffers, StreamError> {
     let count = epoch_buffers_at_start(plan);
     let later = match plan.spec().epochs_in_input_order() {
         true => count.saturating_sub(1),
@@ -58,7 +58,11 @@ fn epoch_buffers(
             .collect::<Result<Vec<_>, _>>()
     })?;
     if later == 0 {
-        return Ok((now, None, count));
+        return Ok(StartBuffers {
+            now,
+            making: None,
+            count,
+        });
     }
     let (made, making) = channel();
     let (plan, fill) = (plan.clone(), fill.to_vec());
@@ -70,7 +74,19 @@ fn epoch_buffers(
             }
         }
     });
-    Ok((now, Some(making), count))
+    Ok(StartBuffers {
+        now,
+        making: Some(making),
+        count,
+    })
+}
+
+/// The buffers a stream starts with: those made, those being made, and
+/// how many in all.
+struct StartBuffers {
+    now: Vec<EpochBuffer>,
+    making: Option<Receiver<Made>>,
+    count: u64,
 }
 
 /// A buffer made on the pool's threads after the stream started.
@@ -168,16 +184,16 @@ impl TileStream {
         let plan = plan_stream(&spec, fill)?;
         let scatter = Scatter::new(&plan);
         let mut state = StreamState::start(plan, fill, sink)?;
-        let (spare, making, count) = epoch_buffers(&state.plan, fill, &pool)?;
-        state.summary.buffer_bytes = count * state.plan.epoch_buffer_bytes();
+        let buffers = epoch_buffers(&state.plan, fill, &pool)?;
+        state.summary.buffer_bytes = buffers.count * state.plan.epoch_buffer_bytes();
         state.summary.setup_seconds = state.started.elapsed().as_secs_f64();
         Ok(TileStream {
             state,
             scatter,
             fill: fill.to_vec(),
             current: None,
-            spare,
-            making,
+            spare: buffers.now,
+            making: buffers.making,
             slab: None,
             pool,
         })

@@ -8,7 +8,7 @@ use std::net::TcpStream;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use futures::TryStreamExt;
 use object_store::aws::{AmazonS3, AmazonS3Builder};
