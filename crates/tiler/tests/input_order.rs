@@ -164,8 +164,9 @@ proptest! {
 
     /// An input cut short: with the stored first dimension slowest, the
     /// complete planes are written and claimed; otherwise the complete
-    /// slabs are written (and the complete epochs of a slab that streams
-    /// in epochs) but nothing is claimed, and the error says so.
+    /// slabs are written, and the complete epochs of the slab cut short
+    /// (held whole or streamed in epochs), but nothing is claimed, and the
+    /// error says so.
     #[test]
     fn a_short_input_claims_only_complete_planes(case in case(), cut in 1u64..1000) {
         prop_assume!(case.unbounded_planes.is_none());
@@ -195,12 +196,22 @@ proptest! {
                     .map(|d| case.shape[d].div_ceil(case.tile[d]))
                     .product();
                 let whole_slabs = taken / slab_bytes;
-                let mut tiles = whole_slabs * slab.div_ceil(case.tile[s]) * tiles_across;
-                if slab == 1 && case.order[1] == 0 {
-                    // in epochs: the complete epochs of the slab cut short
-                    let planes = (taken - whole_slabs * slab_bytes) / (slab_bytes / case.shape[0]);
-                    tiles += planes / case.tile[0] * tiles_across / case.shape[0].div_ceil(case.tile[0]);
-                }
+                let per_slab = slab.div_ceil(case.tile[s]) * tiles_across;
+                // and every epoch of the slab cut short whose last element
+                // (its farthest corner in input order) was taken
+                let mut cut_slab = case.shape.clone();
+                cut_slab[s] = slab.min(case.shape[s] - (whole_slabs * slab).min(case.shape[s]));
+                let elements = (taken - whole_slabs * slab_bytes) / es;
+                let epochs = case.shape[0].div_ceil(case.tile[0]);
+                let complete = (0..epochs)
+                    .filter(|&e| {
+                        let mut corner: Vec<u64> = cut_slab.iter().map(|&n| n.saturating_sub(1)).collect();
+                        corner[0] = ((e + 1) * case.tile[0]).min(case.shape[0]) - 1;
+                        cut_slab[s] > 0 && input_index(&corner, &cut_slab, &case.order) < elements
+                    })
+                    .count() as u64;
+                let per_epoch = cut_slab[s].div_ceil(case.tile[s]) * tiles_across / epochs;
+                let tiles = whole_slabs * per_slab + complete * per_epoch;
                 prop_assert_eq!(sink.tile_count() as u64, tiles);
             }
         }

@@ -7,8 +7,11 @@
 //! dimension ([`StreamSpec::slabs_in_epochs`]) streams in epochs, as a
 //! stream in stored order does: an epoch is sent as soon as its last byte
 //! arrives. Any other slab is held whole, one buffer per epoch filled
-//! through the permuted layout, and its epochs are sent once its last byte
-//! arrives.
+//! through the permuted layout, and each epoch is sent once its last byte
+//! arrives too: that is during the slab's last pass along its slowest
+//! dimension, so the sink starts writing the slab while that pass fills
+//! the rest (for `z,t,c,y,x` stored `t,c,z,y,x` in slabs of 4 z, the last
+//! quarter of the slab's input sends its epochs one by one).
 //!
 //! [`StreamSpec::slab`]: retile_plan::StreamSpec::slab
 //! [`StreamSpec::slabs_in_epochs`]: retile_plan::StreamSpec::slabs_in_epochs
@@ -34,10 +37,12 @@ pub(super) struct Slab {
 
 /// How a slab's bytes reach its tiles.
 enum How {
-    /// Held whole: every epoch's buffer, filled through the permuted layout.
+    /// Held whole: every epoch's buffer (`None` once sent), filled
+    /// through the permuted layout; the epochs before `sent` are sent.
     Whole {
         scatter: Permuted,
-        buffers: Vec<EpochBuffer>,
+        buffers: Vec<Option<EpochBuffer>>,
+        sent: u64,
     },
     /// In epochs: the current epoch and its buffer, once begun.
     Epochs {
@@ -57,7 +62,10 @@ impl TileStream {
                 None => self.open_slab()?,
             };
             let n = match &slab.how {
-                How::Whole { .. } => (slab.bytes - slab.taken).min(src.len() as u64),
+                // up to the next epoch's last byte, so that it is sent at once
+                How::Whole { sent, .. } => {
+                    (epoch_complete_at(&slab.plan, *sent) - slab.taken).min(src.len() as u64)
+                }
                 How::Epochs { epoch, .. } => {
                     let end = (epoch * slab.plan.spec().tile()[0] + slab.plan.epoch_planes(*epoch))
                         * slab.plane_bytes;
@@ -68,8 +76,6 @@ impl TileStream {
             (self.state.taken, src) = (self.state.taken + n as u64, &src[n..]);
             if slab.taken < slab.bytes {
                 self.slab = Some(slab);
-            } else if let How::Whole { buffers, .. } = slab.how {
-                self.send_epochs(&slab.plan, buffers)?;
             }
         }
         Ok(())
@@ -93,11 +99,12 @@ impl TileStream {
             false => {
                 let mut buffers = Vec::new();
                 for epoch in 0..plan.tile_counts()[0] {
-                    buffers.push(self.slab_buffer(&plan, epoch)?);
+                    buffers.push(Some(self.slab_buffer(&plan, epoch)?));
                 }
                 How::Whole {
                     scatter: Permuted::new(&plan),
                     buffers,
+                    sent: 0,
                 }
             }
         };
@@ -140,17 +147,37 @@ impl TileStream {
     }
 
     /// Puts `src`, the slab's next bytes (inside one epoch, for a slab in
-    /// epochs), in its tiles, and sends an epoch it completes.
+    /// epochs; up to the next epoch's last byte, held whole), in its tiles,
+    /// and sends an epoch it completes.
     fn fill_slab(&mut self, slab: &mut Slab, src: &[u8]) -> Result<(), StreamError> {
         let parallel = src.len() >= PARALLEL_BYTES;
         let start = slab.taken;
         match &mut slab.how {
-            How::Whole { scatter, buffers } => {
+            How::Whole {
+                scatter,
+                buffers,
+                sent,
+            } => {
                 let started = Instant::now();
-                let mut buffers: Vec<&mut [u8]> = buffers.iter_mut().map(|b| &mut b[..]).collect();
+                // a sent epoch's bytes are all in: none of `src` goes there
+                let mut targets: Vec<&mut [u8]> = buffers
+                    .iter_mut()
+                    .map(|b| b.as_deref_mut().unwrap_or_default())
+                    .collect();
                 self.pool
-                    .install(|| scatter.scatter(&mut buffers, start as usize, src, parallel));
+                    .install(|| scatter.scatter(&mut targets, start as usize, src, parallel));
                 self.state.summary.scatter_seconds += started.elapsed().as_secs_f64();
+                let taken = start + src.len() as u64;
+                while (*sent as usize) < buffers.len()
+                    && epoch_complete_at(&slab.plan, *sent) <= taken
+                {
+                    if let Some(buffer) = buffers[*sent as usize].take() {
+                        self.state
+                            .send(*sent, slab.plan.epoch_planes(*sent), buffer)?;
+                        self.count_epoch(&slab.plan);
+                    }
+                    *sent += 1;
+                }
             }
             How::Epochs {
                 scatter,
@@ -182,22 +209,30 @@ impl TileStream {
         Ok(())
     }
 
-    /// Sends every epoch of a slab held whole.
-    fn send_epochs(
-        &mut self,
-        plan: &StreamPlan,
-        buffers: Vec<EpochBuffer>,
-    ) -> Result<(), StreamError> {
-        for (epoch, buffer) in (0..).zip(buffers) {
-            self.state.send(epoch, plan.epoch_planes(epoch), buffer)?;
-            self.count_epoch(plan);
-        }
-        Ok(())
-    }
-
     /// Counts an epoch of `plan`'s tiles sent.
     fn count_epoch(&mut self, plan: &StreamPlan) {
         self.state.summary.epochs += 1;
         self.state.summary.tiles += plan.m();
     }
+}
+
+/// Input bytes of the slab that `plan` plans, held whole, that complete
+/// epoch `epoch`: one element past the epoch's corner farthest in input
+/// order, its last index in every dimension (every input stride is
+/// positive), placed by the plan's tile map.
+fn epoch_complete_at(plan: &StreamPlan, epoch: u64) -> u64 {
+    let spec = plan.spec();
+    let last = (0..spec.shape().len())
+        .map(|d| {
+            let x = match d {
+                0 => epoch * spec.tile()[0] + plan.epoch_planes(epoch),
+                _ => spec.shape()[d],
+            }
+            .saturating_sub(1);
+            let (within, across) = plan.tile_map().input_strides(d);
+            let n = spec.tile()[d];
+            x % n * within + x / n * across
+        })
+        .sum::<u64>();
+    (last + 1) * spec.dtype().size() as u64
 }
