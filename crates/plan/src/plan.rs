@@ -211,7 +211,8 @@ impl StreamSpec {
     /// The same stream taking an input whose slowest dimension `s` is not
     /// the stored first in slabs of `extent` elements along `s`: each slab
     /// is held whole in its own epoch buffers, and written as one region of
-    /// the array while the next fills. `extent` is a multiple of the tile's
+    /// the array, each epoch once its last byte arrives, while the next
+    /// fills. `extent` is a multiple of the tile's
     /// extent along `s` (a store with shards needs whole shards: the tile's
     /// extent times the shard's); the default is the tile's extent.
     ///

@@ -54,7 +54,7 @@ enum How {
 
 impl TileStream {
     /// Takes `src` into the slabs it reaches, sending each epoch to the
-    /// sink once it is complete (once the slab is, for a slab held whole).
+    /// sink once it is complete.
     pub(super) fn append_in_slabs(&mut self, mut src: &[u8]) -> Result<(), StreamError> {
         while !src.is_empty() {
             let mut slab = match self.slab.take() {
