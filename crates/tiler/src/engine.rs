@@ -52,12 +52,8 @@ fn epoch_buffers(
         true => count.saturating_sub(1),
         false => 0,
     };
-    // made at once, so that the pool's threads share every buffer's pages
-    // (a buffer of a few parts alone leaves most of them idle)
     let now = pool.install(|| {
-        use rayon::prelude::*;
         (0..count - later)
-            .into_par_iter()
             .map(|_| epoch_buffer(plan, fill))
             .collect::<Result<Vec<_>, _>>()
     })?;
