@@ -66,23 +66,19 @@ impl Moto {
                 .and_then(|p| p.parse().ok()),
             Err(_) => None,
         };
+        // dropped on the way out, the server is stopped (killed and reaped)
         let mut moto = Moto { child, port: 0 };
-        match port {
-            Some(port) => {
-                moto.port = port;
-                Ok(moto)
-            }
-            None => {
-                let _ = moto.child.kill();
-                let _ = moto.child.wait();
-                let said = std::fs::read_to_string(log.path()).unwrap_or_default();
-                let tail: Vec<&str> = said.lines().rev().take(3).collect();
-                Err(format!(
-                    "moto_server did not start within 60 s: {}",
-                    tail.into_iter().rev().collect::<Vec<_>>().join(" / ")
-                ))
-            }
-        }
+        let Some(port) = port else {
+            drop(moto);
+            let said = std::fs::read_to_string(log.path()).unwrap_or_default();
+            let tail: Vec<&str> = said.lines().rev().take(3).collect();
+            return Err(format!(
+                "moto_server did not start within 60 s: {}",
+                tail.into_iter().rev().collect::<Vec<_>>().join(" / ")
+            ));
+        };
+        moto.port = port;
+        Ok(moto)
     }
 
     pub fn endpoint(&self) -> String {
