@@ -62,10 +62,11 @@ impl TileStream {
                 None => self.open_slab()?,
             };
             let n = match &slab.how {
-                // up to the next epoch's last byte, so that it is sent at once
-                How::Whole { sent, .. } => {
-                    (epoch_complete_at(&slab.plan, *sent) - slab.taken).min(src.len() as u64)
-                }
+                // up to the next epoch's last byte, so that it is sent at
+                // once (which lies ahead: the epochs before it are sent)
+                How::Whole { sent, .. } => epoch_complete_at(&slab.plan, *sent)
+                    .saturating_sub(slab.taken)
+                    .clamp(1, src.len() as u64),
                 How::Epochs { epoch, .. } => {
                     let end = (epoch * slab.plan.spec().tile()[0] + slab.plan.epoch_planes(*epoch))
                         * slab.plane_bytes;
