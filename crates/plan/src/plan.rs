@@ -513,9 +513,21 @@ impl StreamPlan {
         self.counts[1..].iter().product()
     }
 
-    /// Input elements in one epoch (`stride(t_0)`).
+    /// Input elements in one epoch: `tile[0]` planes (the last epoch of a
+    /// bounded stream may hold fewer).
+    ///
+    /// ```
+    /// use retile_plan::{DType, StreamPlan, StreamSpec};
+    /// let plan = StreamPlan::new(&StreamSpec::new(DType::U8, vec![0, 4, 6], vec![2, 2, 3]).unwrap()).unwrap();
+    /// assert_eq!(plan.epoch_elements(), 2 * 24);
+    /// // one epoch, shorter than its tile: still a whole tile's planes
+    /// let plan = StreamPlan::new(&StreamSpec::new(DType::U8, vec![1, 1, 2, 4], vec![4, 4, 3, 1]).unwrap()).unwrap();
+    /// assert_eq!(plan.epoch_elements(), 4 * 8);
+    /// ```
     pub fn epoch_elements(&self) -> u64 {
-        self.map.input_strides(0).1
+        // the spec checked that a tile's planes fit in 61 bits
+        let plane = self.spec.plane_elements().unwrap_or(0);
+        plane.saturating_mul(self.spec.tile[0])
     }
 
     /// Planes of input in epoch `epoch`: the slowest tile extent, fewer in
