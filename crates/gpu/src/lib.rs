@@ -9,8 +9,8 @@
 //! here, so that the errors of crates built without CUDA can name it.
 //!
 //! It hands to the next stages: [`Gpu`] to the copy crate's permutes and to
-//! the CUDA stream backend (`retile-cuda`), [`PinnedBuffer`] to the epochs
-//! that travel between the GPU and the store.
+//! the CUDA stream backend (`retile-cuda`), [`PinnedBuffer`] (made ahead by
+//! a [`PinnedMaker`]) to the epochs that travel between the GPU and the store.
 //!
 //! ```
 //! use retile_gpu::GpuError;
@@ -19,6 +19,8 @@
 //! ```
 
 mod error;
+#[cfg(feature = "cuda")]
+mod pinned;
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 mod ptx_cache;
 #[cfg(feature = "cuda")]
@@ -27,5 +29,7 @@ mod source;
 
 pub use error::{GpuError, Result};
 #[cfg(feature = "cuda")]
-pub use runtime::{compile_only, cuda_error, Gpu, PinnedBuffer};
+pub use pinned::{PinnedBuffer, PinnedMaker};
+#[cfg(feature = "cuda")]
+pub use runtime::{compile_only, cuda_error, Gpu};
 pub use source::c_type;

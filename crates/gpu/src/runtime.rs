@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use cudarc::driver::{result as cu, CudaContext, CudaFunction, CudaStream, DriverError};
+use cudarc::driver::{CudaContext, CudaFunction, CudaStream, DriverError};
 use cudarc::nvrtc::{compile_ptx_with_opts, CompileOptions, Ptx};
 
 use crate::error::{GpuError, Result};
@@ -191,60 +191,4 @@ fn compile(source: &str, arch: &'static str) -> std::result::Result<Ptx, String>
         ..Default::default()
     };
     compile_ptx_with_opts(source, options).map_err(|e| format!("{e:?}\n{source}"))
-}
-
-/// Host memory the GPU can copy to and from by DMA (page-locked, cached).
-pub struct PinnedBuffer {
-    ptr: *mut u8,
-    len: usize,
-}
-
-// SAFETY: the buffer owns its allocation; nothing else aliases it.
-unsafe impl Send for PinnedBuffer {}
-// SAFETY: shared references only read the buffer.
-unsafe impl Sync for PinnedBuffer {}
-
-impl PinnedBuffer {
-    /// `len` bytes of page-locked host memory of `gpu`'s context, zeroed.
-    ///
-    /// ```no_run
-    /// let gpu = retile_gpu::Gpu::open()?;
-    /// let buffer = retile_gpu::PinnedBuffer::new(&gpu, 1 << 20)?;
-    /// assert_eq!(buffer.as_ref().len(), 1 << 20);
-    /// # Ok::<(), retile_gpu::GpuError>(())
-    /// ```
-    pub fn new(gpu: &Gpu, len: usize) -> Result<PinnedBuffer> {
-        gpu.context()
-            .bind_to_thread()
-            .map_err(cuda_error("binding the GPU to this thread"))?;
-        // SAFETY: a plain page-locked allocation of `len` bytes (at least 1).
-        let ptr = unsafe { cu::malloc_host(len.max(1), 0) }
-            .map_err(cuda_error("allocating pinned host memory"))? as *mut u8;
-        // SAFETY: `ptr` points to `len` writable bytes just allocated.
-        unsafe { std::ptr::write_bytes(ptr, 0, len) };
-        Ok(PinnedBuffer { ptr, len })
-    }
-}
-
-impl AsRef<[u8]> for PinnedBuffer {
-    fn as_ref(&self) -> &[u8] {
-        // SAFETY: `ptr` owns `len` initialised bytes for the buffer's life.
-        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
-    }
-}
-
-impl AsMut<[u8]> for PinnedBuffer {
-    fn as_mut(&mut self) -> &mut [u8] {
-        // SAFETY: as above, and `&mut self` makes the access unique.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
-    }
-}
-
-impl Drop for PinnedBuffer {
-    fn drop(&mut self) {
-        // SAFETY: `ptr` came from `malloc_host` and is freed once.
-        unsafe {
-            let _ = cu::free_host(self.ptr as *mut std::ffi::c_void);
-        }
-    }
 }
