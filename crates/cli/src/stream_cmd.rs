@@ -925,6 +925,12 @@ fn report(summary: &Summary, busy: f64, output: Option<&PathBuf>) -> Result<(), 
     if let Some(note) = &summary.codec_on {
         say(format_args!("  chunks compressed on the {note}\n"))?;
     }
+    if let Some(detail) = &summary.setup_detail {
+        say(format_args!(
+            "  setup {:.2} s: {detail}\n",
+            summary.setup_seconds
+        ))?;
+    }
     let (uploaded, requests) = (sink.uploaded_bytes, sink.requests);
     if requests > 0 {
         let gb = uploaded as f64 / 1e9;

@@ -35,6 +35,7 @@ mod halve_kernel;
 mod halver;
 mod levels;
 mod nvcomp;
+mod staging;
 mod stream;
 
 pub use levels::{append_levels, finish_levels};

@@ -4,10 +4,11 @@
 //! kernel cuts it into padded tiles on a second, and the tiles go device →
 //! host on a third, ordered by events, so that the next epoch arrives while
 //! the last one leaves. Large appends from pinned memory are copied
-//! straight from the caller's buffer by DMA; the rest are copied by several
-//! threads into two pinned staging buffers, which go up while the next
-//! epoch is staged. Device memory holds two epochs of input and two of
-//! tiles, host memory two epochs of tiles, whatever the stream's length.
+//! straight from the caller's buffer by DMA; the rest are copied by every
+//! core into a small ring of pinned parts, each going up as it fills
+//! ([`crate::staging`]). Device memory holds two epochs of input and two of
+//! tiles, host memory three epochs of tiles (or of compressed chunks),
+//! whatever the stream's length.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -17,7 +18,7 @@ use cudarc::driver::{
     result as cu, CudaEvent, CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig,
     PushKernelArg,
 };
-use retile_gpu::{c_type, Gpu, PinnedBuffer};
+use retile_gpu::{c_type, Gpu, PinnedBuffer, PinnedMaker};
 use retile_halving::Method;
 use retile_plan::{
     plan_stream, CodecOn, EncodedChunks, Sink, StreamError, StreamPlan, StreamSpec, Summary,
@@ -28,17 +29,13 @@ use crate::compress::{unsupported, EpochCompressor};
 use crate::error::{driver, gpu_error};
 use crate::halver::DeviceHalver;
 use crate::nvcomp::Nvcomp;
+use crate::staging::{StagingRing, PARTS, PART_BYTES};
 
 /// Appends from pinned memory at least this large go to the GPU by DMA
 /// straight from the caller's memory; the rest (and pageable memory, which
 /// the driver would copy through its own small pinned buffer on one
-/// thread) is copied into the slot's pinned staging by several threads,
-/// and goes up by DMA when the epoch ships, while the next epoch is staged.
+/// thread) goes through the stream's [`StagingRing`].
 const DIRECT_BYTES: usize = 1 << 20;
-
-/// Fewest bytes a thread copies into pinned staging at once: an append is
-/// cut into one part per thread of the pool, but none smaller than this.
-const STAGE_PART: usize = 256 << 10;
 
 /// Whether `data` lies in page-locked host memory the GPU reaches by DMA.
 fn is_pinned(data: &[u8]) -> bool {
@@ -54,22 +51,6 @@ fn is_pinned(data: &[u8]) -> bool {
     };
     known == cudarc::driver::sys::CUresult::CUDA_SUCCESS
         && kind == cudarc::driver::sys::CUmemorytype::CU_MEMORYTYPE_HOST as u32
-}
-
-/// Copies `src` into `dst` on the threads of the global pool, a few
-/// megabytes each: one thread alone copies at a fraction of what the memory
-/// and the bus move.
-fn copy_parallel(dst: &mut [u8], src: &[u8]) {
-    use rayon::prelude::*;
-    // a few-megabyte append (the CLI's reads are 4 MiB) is shared by every
-    // thread: one thread alone copies a fraction of what the memory moves
-    let part = src
-        .len()
-        .div_ceil(rayon::current_num_threads())
-        .max(STAGE_PART);
-    dst.par_chunks_mut(part)
-        .zip(src.par_chunks(part))
-        .for_each(|(d, s)| d.copy_from_slice(s));
 }
 
 /// The scatter kernel of a plan: one launch cuts `planes` planes of input
@@ -377,12 +358,49 @@ pub fn scatter_device(
 /// Host buffers of tiles: one in each slot's copy out, one at the sink.
 const HOST_BUFFERS: usize = 3;
 
+/// Where a stream's setup went: each part's seconds, for the summary.
+struct Setup {
+    began: Instant,
+    last: Instant,
+    parts: Vec<(&'static str, f64)>,
+}
+
+impl Setup {
+    fn new() -> Setup {
+        let now = Instant::now();
+        Setup {
+            began: now,
+            last: now,
+            parts: Vec::new(),
+        }
+    }
+
+    /// Ends the part called `name`.
+    fn mark(&mut self, name: &'static str) {
+        let now = Instant::now();
+        self.parts.push((name, (now - self.last).as_secs_f64()));
+        self.last = now;
+    }
+
+    /// The parts in words.
+    fn detail(&self) -> String {
+        let parts: Vec<String> = self
+            .parts
+            .iter()
+            .map(|(name, secs)| format!("{name} {secs:.2} s"))
+            .collect();
+        format!(
+            "{}; the pinned staging ({} MiB) is made with the first frame, the host buffers meanwhile",
+            parts.join(", "),
+            (PARTS * PART_BYTES) >> 20
+        )
+    }
+}
+
 /// One of the two pipeline slots: device input and tiles, host tiles, events.
 struct Slot {
     input: CudaSlice<u8>,
     tiles: CudaSlice<u8>,
-    /// Pinned copy of pageable input, made with the stream.
-    staging: Option<PinnedBuffer>,
     /// The input copy into `input` is done.
     arrived: CudaEvent,
     /// The kernel has read `input` and written `tiles`.
@@ -394,8 +412,6 @@ struct Slot {
     /// A host buffer waiting for `left` before it goes to the sink: epoch,
     /// planes, the buffer, and its chunks when the GPU compressed them.
     outgoing: Option<Outgoing>,
-    /// Start of the staged bytes not yet sent to the GPU.
-    pending: Option<u64>,
 }
 
 /// An epoch on its way to the sink: index, planes, buffer, and its chunks
@@ -425,7 +441,13 @@ pub struct CudaTileStream {
     compute: Arc<CudaStream>,
     copy_out: Arc<CudaStream>,
     slots: [Slot; 2],
+    /// Pageable input on its way to the slots' device input, made with the
+    /// first pageable append (a pyramid's lower levels never need one).
+    staging: Option<StagingRing>,
+    /// Host buffers the sink gave back.
     host_free: Vec<PinnedBuffer>,
+    /// Host buffers still being made, on a thread of their own.
+    coming: Option<PinnedMaker>,
     /// Makes the next pyramid level's planes from each shipped epoch.
     halver: Option<DeviceHalver>,
     /// Bytes of an incomplete plane at the end, once the input has ended.
@@ -454,13 +476,16 @@ impl CudaTileStream {
         fill: &[u8],
         sink: Box<dyn Sink>,
     ) -> Result<CudaTileStream, StreamError> {
+        let mut setup = Setup::new();
         let gpu = Gpu::open().map_err(gpu_error)?;
+        setup.mark("GPU");
         // every option is checked before any buffer is made
         let plan = plan_stream(&spec, fill)?;
         let request = sink.device_codec(&plan);
         let kernel = ScatterKernel::new(&plan, fill, 16);
         // compiled and configured once, now, so that no epoch pays for it
         kernel.compiled(&gpu)?;
+        setup.mark("kernels");
         let mut state = StreamState::start(plan, fill, sink)?;
         let ctx = gpu.context().clone();
         // SAFETY: every cross-stream dependency below is ordered by explicit events.
@@ -477,21 +502,15 @@ impl CudaTileStream {
                 // SAFETY: as for the input.
                 tiles: unsafe { compute.alloc::<u8>(kernel.epoch_buffer_bytes as usize) }
                     .map_err(driver("allocating device tiles"))?,
-                // made now, not on the first pageable append, so that no
-                // epoch pays for pinning it (slow: the OS locks every page)
-                staging: Some(
-                    PinnedBuffer::new(&gpu, kernel.epoch_input_bytes as usize)
-                        .map_err(gpu_error)?,
-                ),
                 arrived: event()?,
                 scattered: event()?,
                 left: event()?,
                 packed: event()?,
                 outgoing: None,
-                pending: None,
             })
         };
         let slots = [slot()?, slot()?];
+        setup.mark("buffers");
         compute
             .synchronize()
             .map_err(driver("allocating the tile ring"))?;
@@ -536,12 +555,12 @@ impl CudaTileStream {
             None => kernel.epoch_buffer_bytes,
         };
         state.summary.buffer_bytes = HOST_BUFFERS as u64 * host_bytes;
-        let host_free = (0..HOST_BUFFERS)
-            .map(|_| PinnedBuffer::new(&gpu, host_bytes as usize))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(gpu_error)?;
-        // the stream's time starts at its first append, as the benchmarks count it
-        state.started = Instant::now();
+        let coming = Some(PinnedMaker::start(&gpu, HOST_BUFFERS, host_bytes as usize));
+        setup.mark("nvCOMP");
+        // the stream's time counts from its creation, as the CPU backend's does
+        state.started = setup.began;
+        state.summary.setup_seconds = setup.began.elapsed().as_secs_f64();
+        state.summary.setup_detail = Some(setup.detail());
         Ok(CudaTileStream {
             state,
             gpu,
@@ -550,7 +569,9 @@ impl CudaTileStream {
             compute,
             copy_out,
             slots,
-            host_free,
+            staging: None,
+            host_free: Vec::new(),
+            coming,
             halver: None,
             ended: None,
             compression,
@@ -684,35 +705,34 @@ impl CudaTileStream {
 
     /// Puts `part` at the cursor of the current slot's device input: by
     /// DMA straight from the caller's pinned memory (`direct`), or through
-    /// the slot's pinned staging, copied there by several threads.
+    /// the staging ring.
     fn copy_in_part(&mut self, part: &[u8], direct: bool) -> Result<(), StreamError> {
         let (s, cursor) = ((self.state.epoch % 2) as usize, self.state.cursor);
         if cursor == 0 {
             self.wait_for_slot(s)?;
         }
         if !direct {
-            let (c, slot) = (cursor as usize, &mut self.slots[s]);
-            let staging = match &mut slot.staging {
-                Some(buffer) => buffer,
-                staging => staging.insert(
-                    PinnedBuffer::new(&self.gpu, self.kernel.epoch_input_bytes as usize)
-                        .map_err(gpu_error)?,
-                ),
+            let (base, _guard) = self.slots[s].input.device_ptr(&self.copy_in);
+            let ring = match &mut self.staging {
+                Some(ring) => ring,
+                none => none.insert(StagingRing::new(&self.gpu, PARTS, PART_BYTES)?),
             };
-            let into = &mut staging.as_mut()[c..c + part.len()];
-            match part.len() >= DIRECT_BYTES {
-                true => copy_parallel(into, part),
-                false => into.copy_from_slice(part),
-            }
-            slot.pending.get_or_insert(cursor);
-            return Ok(());
+            return ring.push(part, base + cursor, &self.copy_in);
         }
-        self.send_staged(s)?;
+        self.flush_staged()?;
         let (base, _guard) = self.slots[s].input.device_ptr(&self.copy_in);
         // SAFETY: `append` awaits the copy before `part` goes back to the caller.
         unsafe { cu::memcpy_htod_async(base + cursor, part, self.copy_in.cu_stream()) }
             .map_err(driver("copying input to the GPU"))?;
         Ok(())
+    }
+
+    /// Sends the staged bytes not yet sent up to the GPU.
+    fn flush_staged(&mut self) -> Result<(), StreamError> {
+        match &mut self.staging {
+            Some(ring) => ring.flush(&self.copy_in),
+            None => Ok(()),
+        }
     }
 
     /// Waits until slot `s`'s input, from two epochs ago, was copied up and
@@ -725,26 +745,6 @@ impl CudaTileStream {
         slot.scattered
             .synchronize()
             .map_err(driver("waiting for an earlier scatter"))
-    }
-
-    /// Starts the copy of slot `s`'s staged bytes (up to the cursor) to the GPU.
-    fn send_staged(&mut self, s: usize) -> Result<(), StreamError> {
-        let slot = &mut self.slots[s];
-        let (Some(from), Some(staging)) = (slot.pending.take(), slot.staging.as_ref()) else {
-            return Ok(());
-        };
-        let (base, _guard) = slot.input.device_ptr(&self.copy_in);
-        let range = from as usize..self.state.cursor as usize;
-        // SAFETY: the staging buffer lives in the slot and is not written
-        // again before `arrived` (recorded after this copy) has completed.
-        unsafe {
-            cu::memcpy_htod_async(
-                base + from,
-                &staging.as_ref()[range],
-                self.copy_in.cu_stream(),
-            )
-        }
-        .map_err(driver("copying staged input to the GPU"))
     }
 
     /// Gives slot `s`'s finished tiles (or chunks) to the sink once they
@@ -835,9 +835,22 @@ impl CudaTileStream {
         Ok(())
     }
 
-    /// A host buffer for an epoch's tiles: a free one, or the next the sink
-    /// gives back.
+    /// A host buffer for an epoch's tiles: one the sink gave back, the next
+    /// one made, or the next the sink gives back (the waits are counted).
     fn host_buffer(&mut self) -> Result<PinnedBuffer, StreamError> {
+        if let Some(buffer) = self.state.free_buffer_now(&mut self.host_free)? {
+            return Ok(buffer);
+        }
+        let waited = Instant::now();
+        match self.coming.as_mut().map(Iterator::next) {
+            Some(Some(made)) => {
+                self.state.summary.wait_seconds += waited.elapsed().as_secs_f64();
+                return made.map_err(gpu_error);
+            }
+            // every buffer has been made
+            Some(None) => self.coming = None,
+            None => {}
+        }
         self.state.free_buffer(&mut self.host_free)
     }
 
@@ -911,7 +924,7 @@ impl Filler for CudaTileStream {
     /// next epoch ships).
     fn ship_epoch(&mut self, planes: u64) -> Result<(), StreamError> {
         let s = (self.state.epoch % 2) as usize;
-        self.send_staged(s)?;
+        self.flush_staged()?;
         // the previous epoch's chunks, compressed on the GPU meanwhile, go down
         self.pack(1 - s)?;
         // the tiles of two epochs ago left this slot long ago; the previous

@@ -32,6 +32,9 @@ pub struct Summary {
     /// (the others are made on the tiling threads while it fills; included
     /// in `seconds`).
     pub setup_seconds: f64,
+    /// Where the setup went, part by part, when the backend says (the CUDA
+    /// backend: opening the GPU, compiling kernels, buffers, nvCOMP).
+    pub setup_detail: Option<String>,
     /// What the sink did: bytes stored, compression and write times (of
     /// every level, added up, for a pyramid).
     pub sink: SinkStats,

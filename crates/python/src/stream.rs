@@ -316,6 +316,7 @@ pub(crate) fn summary_dict<'py>(py: Python<'py>, s: &Summary) -> PyResult<Bound<
     d.set_item("wait_seconds", s.wait_seconds)?;
     d.set_item("sink_seconds", s.sink_seconds)?;
     d.set_item("setup_seconds", s.setup_seconds)?;
+    d.set_item("setup_detail", s.setup_detail.as_deref())?;
     d.set_item("buffer_bytes", s.buffer_bytes)?;
     d.set_item("stored_bytes", s.sink.stored_bytes)?;
     d.set_item("files", s.sink.files)?;
