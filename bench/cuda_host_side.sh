@@ -8,7 +8,9 @@
 # 1x4x4) from a file into /dev/shm with each backend and codec, REPS times
 # interleaved, with the process's wall time beside the stream's own figure
 # and the setup's parts (the CLI's summary). A build to compare with may ride
-# along as .bundle/retile-base: its CUDA backend runs too. Output to $OUT.
+# along as .bundle/retile-base: its CUDA backend runs too. AUTO=1 adds the
+# CUDA backend with --codec-on auto; PYRAMID=1 streams every run with a
+# 4-level mean pyramid. Output to $OUT.
 #
 #     OUT=$OUT bench/cuda_host_side.sh none zstd:1 blosc-zstd:1   # device call: carry .bundle
 set -uo pipefail
@@ -33,20 +35,22 @@ REPS=${REPS:-2}
     gb=$(python3 -c "print($(stat -c %s "$raw") / 1e9)")
     for rep in $(seq 1 "$REPS"); do
         for codec in "$@"; do
-            runs="retile:cpu retile:cuda"
-            [ -x .bundle/retile-base ] && runs="$runs retile-base:cuda"
+            runs="retile:cpu retile:cuda:gpu"
+            [ -x .bundle/retile-base ] && runs="$runs retile-base:cuda:gpu"
+            [ "${AUTO:-0}" = 1 ] && [ "$codec" != none ] && runs="$runs retile:cuda:auto"
             for run in $runs; do
-                binary=${run%%:*} backend=${run##*:}
+                IFS=: read -r binary backend on <<<"$run"
                 where=()
-                [ "$backend" = cuda ] && [ "$codec" != none ] && where=(--codec-on gpu)
+                [ -n "$on" ] && [ "$codec" != none ] && where=(--codec-on "$on")
+                [ "${PYRAMID:-0}" = 1 ] && where+=(--pyramid mean --levels 4)
                 rm -rf /dev/shm/out.zarr
                 start=$(date +%s.%N)
                 summary=$(timeout 120 ".bundle/$binary" stream --shape 0,2048,2048 --tile 64,256,256 --dtype u16 \
-                    --shard 1,4,4 --codec "$codec" --input "$raw" --output /dev/shm/out.zarr \
+                    --shard 1,4,4 --codec "$codec" --dim-names t,y,x --input "$raw" --output /dev/shm/out.zarr \
                     --backend "$backend" "${where[@]}" 2>&1)
                 rc=$?
                 wall=$(python3 -c "print(f'{$gb / ($(date +%s.%N) - $start):.2f}')")
-                echo "== rep $rep $codec $binary $backend: rc $rc, process $wall GB/s of input"
+                echo "== rep $rep $codec $binary $backend ${where[*]}: rc $rc, process $wall GB/s of input"
                 echo "$summary" | sed 's/^/   /'
             done
         done
