@@ -3,6 +3,7 @@
 //! them, slowly: a process that pins gigabytes before its first frame loses
 //! a second).
 
+use std::alloc::{alloc, dealloc, Layout};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::Arc;
@@ -15,8 +16,8 @@ use crate::runtime::{cuda_error, Gpu};
 
 /// Host memory the GPU can copy to and from by DMA (page-locked, cached).
 ///
-/// It is anonymous memory, backed by huge pages where the kernel allows,
-/// written on every core and then registered with the driver
+/// It is an allocation aligned to and backed by huge pages where the kernel
+/// allows, written on every core and then registered with the driver
 /// (`cuMemHostRegister`). The driver's own allocator (`cuMemHostAlloc`)
 /// locks 4 KiB pages one at a time: on the 16-core device host it took
 /// 0.18-0.36 s per 512 MiB, registering took 0.01-0.02 s
@@ -25,17 +26,19 @@ use crate::runtime::{cuda_error, Gpu};
 pub struct PinnedBuffer {
     ptr: *mut u8,
     len: usize,
-    /// Bytes mapped (`len` rounded up to whole pages, at least one).
-    mapped: usize,
+    /// The allocation: `len` bytes rounded up to whole pages (at least
+    /// one), aligned to a huge page.
+    layout: Layout,
 }
 
-// SAFETY: the buffer owns its mapping; nothing else aliases it.
+// SAFETY: the buffer owns its allocation; nothing else aliases it.
 unsafe impl Send for PinnedBuffer {}
 // SAFETY: shared references only read the buffer.
 unsafe impl Sync for PinnedBuffer {}
 
-/// Bytes of a page the mapping is rounded up to.
+/// Bytes of a page, and of a huge page (x86-64 and aarch64 with 4 KiB base pages).
 const PAGE: usize = 4096;
+const HUGE_PAGE: usize = 2 << 20;
 
 impl PinnedBuffer {
     /// `len` bytes of page-locked host memory of `gpu`'s context, zeroed.
@@ -65,46 +68,39 @@ impl PinnedBuffer {
         use rayon::prelude::*;
         ctx.bind_to_thread()
             .map_err(cuda_error("binding the GPU to this thread"))?;
-        let mapped = len.max(1).next_multiple_of(PAGE);
-        // SAFETY: a fresh private anonymous mapping; nothing else refers to it.
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                mapped,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
+        let too_big = || {
+            GpuError::Invalid(format!(
+                "cannot allocate {len} bytes of host memory for the GPU's copies"
+            ))
         };
-        if ptr == libc::MAP_FAILED {
-            return Err(GpuError::Invalid(format!(
-                "could not map {mapped} bytes of host memory for the GPU's copies: {}",
-                std::io::Error::last_os_error()
-            )));
+        // whole pages: the driver locks pages, which no other allocation shares
+        let size = len
+            .max(1)
+            .checked_next_multiple_of(PAGE)
+            .ok_or_else(too_big)?;
+        let layout = Layout::from_size_align(size, HUGE_PAGE).map_err(|_| too_big())?;
+        // SAFETY: the layout's size is not zero.
+        let ptr = unsafe { alloc(layout) };
+        if ptr.is_null() {
+            return Err(too_big());
         }
-        // SAFETY: advice on the mapping just made; it changes no contents.
-        unsafe { libc::madvise(ptr, mapped, libc::MADV_HUGEPAGE) };
-        // SAFETY: the mapping holds `mapped` writable bytes, owned here.
-        let bytes = unsafe { std::slice::from_raw_parts_mut(ptr.cast::<u8>(), mapped) };
+        // SAFETY: advice on the allocation just made, whose pages are
+        // untouched; it changes no contents, and failing (no THP) is harmless.
+        unsafe { libc::madvise(ptr.cast(), layout.size(), libc::MADV_HUGEPAGE) };
+        // SAFETY: the allocation holds `layout.size()` writable bytes, owned here.
+        let bytes = unsafe { std::slice::from_raw_parts_mut(ptr, layout.size()) };
         // written on every core: the pages exist before the driver locks them
         bytes.par_chunks_mut(4 << 20).for_each(|part| part.fill(0));
-        let buffer = PinnedBuffer {
-            ptr: ptr.cast(),
-            len,
-            mapped,
-        };
-        // SAFETY: the range is the mapping, which outlives the registration
-        // (`drop` unregisters before unmapping).
-        let registered = unsafe { sys::cuMemHostRegister_v2(ptr, mapped, 0) }.result();
+        // SAFETY: the range is the allocation, which outlives the
+        // registration (`drop` unregisters before it frees).
+        let registered =
+            unsafe { sys::cuMemHostRegister_v2(ptr.cast(), layout.size(), 0) }.result();
         if let Err(e) = registered {
-            // never registered, so only unmapped
-            let buffer = std::mem::ManuallyDrop::new(buffer);
-            // SAFETY: the mapping made above, unmapped once.
-            unsafe { libc::munmap(buffer.ptr.cast(), buffer.mapped) };
+            // SAFETY: allocated above with `layout`, freed once, never registered.
+            unsafe { dealloc(ptr, layout) };
             return Err(cuda_error("locking host memory for the GPU's copies")(e));
         }
-        Ok(buffer)
+        Ok(PinnedBuffer { ptr, len, layout })
     }
 }
 
@@ -124,11 +120,11 @@ impl AsMut<[u8]> for PinnedBuffer {
 
 impl Drop for PinnedBuffer {
     fn drop(&mut self) {
-        // SAFETY: `ptr` was registered and mapped by `in_context`; it is
-        // unregistered, then unmapped, once.
+        // SAFETY: `ptr` was allocated with `layout` and registered by
+        // `in_context`; it is unregistered, then freed, once.
         unsafe {
             let _ = sys::cuMemHostUnregister(self.ptr.cast());
-            libc::munmap(self.ptr.cast(), self.mapped);
+            dealloc(self.ptr, self.layout);
         }
     }
 }
