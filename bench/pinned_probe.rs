@@ -84,6 +84,17 @@ fn main() {
     let mut device = 0u64;
     check("cuMemAlloc", mem_alloc(&mut device, n));
     let gbs = |secs: f64| n as f64 / secs / 1e9;
+    let timed = |f: &mut dyn FnMut()| {
+        let t = Instant::now();
+        f();
+        t.elapsed().as_secs_f64()
+    };
+    // GB/s up to the GPU and back down from host memory at `p`
+    let bus = |p: *mut c_void| {
+        let up = timed(&mut || check("HtoD", htod(device, p, n)));
+        let down = timed(&mut || check("DtoH", dtoh(p, device, n)));
+        (gbs(up), gbs(down))
+    };
     for rep in 0..2 {
         // cuMemHostAlloc, then zeroing on one thread and on every thread
         let t = Instant::now();
@@ -96,18 +107,11 @@ fn main() {
         let t = Instant::now();
         zero(p.cast(), n, threads);
         let zero_n = t.elapsed().as_secs_f64();
-        let t = Instant::now();
-        check("HtoD", htod(device, p, n));
-        let up = t.elapsed().as_secs_f64();
-        let t = Instant::now();
-        check("DtoH", dtoh(p, device, n));
-        let down = t.elapsed().as_secs_f64();
-        let t = Instant::now();
-        check("cuMemFreeHost", free_host(p));
-        let free = t.elapsed().as_secs_f64();
+        let (up, down) = bus(p);
+        let free = timed(&mut || check("cuMemFreeHost", free_host(p)));
         println!(
-            "rep {rep} cuMemHostAlloc {mib} MiB: alloc {alloc:.3} s ({:.2} GB/s), zero 1 thread {zero1:.3} s, {threads} threads {zero_n:.3} s, up {:.1} GB/s, down {:.1} GB/s, free {free:.3} s",
-            gbs(alloc), gbs(up), gbs(down)
+            "rep {rep} cuMemHostAlloc {mib} MiB: alloc {alloc:.3} s ({:.2} GB/s), zero 1 thread {zero1:.3} s, {threads} threads {zero_n:.3} s, up {up:.1} GB/s, down {down:.1} GB/s, free {free:.3} s",
+            gbs(alloc)
         );
         // huge-page anonymous memory, written on every thread, then registered
         let t = Instant::now();
@@ -120,30 +124,18 @@ fn main() {
         let rc = register(q, n, 0);
         let reg = t.elapsed().as_secs_f64();
         if rc == 0 {
-            let t = Instant::now();
-            check("HtoD", htod(device, q, n));
-            let up = t.elapsed().as_secs_f64();
-            let t = Instant::now();
-            check("DtoH", dtoh(q, device, n));
-            let down = t.elapsed().as_secs_f64();
-            let t = Instant::now();
-            check("cuMemHostUnregister", unregister(q));
-            let unreg = t.elapsed().as_secs_f64();
+            let (up, down) = bus(q);
+            let unreg = timed(&mut || check("cuMemHostUnregister", unregister(q)));
             println!(
-                "rep {rep} huge pages made {made:.3} s, cuMemHostRegister {reg:.3} s ({:.2} GB/s), up {:.1} GB/s, down {:.1} GB/s, unregister {unreg:.3} s",
-                gbs(reg), gbs(up), gbs(down)
+                "rep {rep} huge pages made {made:.3} s, cuMemHostRegister {reg:.3} s ({:.2} GB/s), up {up:.1} GB/s, down {down:.1} GB/s, unregister {unreg:.3} s",
+                gbs(reg)
             );
         } else {
             println!("rep {rep} cuMemHostRegister failed: CUresult {rc} after {reg:.3} s");
         }
         // the same memory pageable: the driver stages it itself
-        let t = Instant::now();
-        check("HtoD pageable", htod(device, q, n));
-        let up = t.elapsed().as_secs_f64();
-        let t = Instant::now();
-        check("DtoH pageable", dtoh(q, device, n));
-        let down = t.elapsed().as_secs_f64();
-        println!("rep {rep} pageable: up {:.1} GB/s, down {:.1} GB/s", gbs(up), gbs(down));
+        let (up, down) = bus(q);
+        println!("rep {rep} pageable: up {up:.1} GB/s, down {down:.1} GB/s");
         unsafe { munmap(q, n) };
     }
 }
