@@ -908,10 +908,17 @@ fn report(summary: &Summary, busy: f64, output: Option<&PathBuf>) -> Result<(), 
         "retile: {:.3} GB in {} tiles ({} planes, {} epochs) in {:.2} s: {:.2} GB/s of input ({:.2} GB/s counting the source)\n",
         gb, summary.tiles, summary.planes, summary.epochs, summary.seconds, gb / busy.max(1e-9), summary.gigabytes_per_second()
     ))?;
+    // a backend that names its setup's parts has a line of its own for them
+    let started = match summary.setup_detail {
+        Some(_) => String::new(),
+        None => format!(
+            " (started in {:.2} s: the first epoch's made before the first frame, the others meanwhile)",
+            summary.setup_seconds
+        ),
+    };
     say(format_args!(
-        "  tiling {:.2} s, waiting for the sink {:.2} s, sink {:.2} s; tile buffers {:.1} MB (started in {:.2} s: the first epoch's made before the first frame, the others meanwhile), peak memory {:.1} MB\n",
+        "  tiling {:.2} s, waiting for the sink {:.2} s, sink {:.2} s; tile buffers {:.1} MB{started}, peak memory {:.1} MB\n",
         summary.scatter_seconds, summary.wait_seconds, summary.sink_seconds, summary.buffer_bytes as f64 / 1e6,
-        summary.setup_seconds,
         peak_rss_bytes().unwrap_or(0) as f64 / 1e6
     ))?;
     let sink = &summary.sink;

@@ -27,10 +27,12 @@ pub struct Summary {
     pub sink_seconds: f64,
     /// Bytes of tile buffers held at the peak (at most two epochs).
     pub buffer_bytes: u64,
-    /// Time from the stream's start until it could take the first append:
-    /// the sink begun and the first epoch's tile buffer made and filled
-    /// (the others are made on the tiling threads while it fills; included
-    /// in `seconds`).
+    /// Time from the stream's start until it could take the first append
+    /// (included in `seconds`). On the CPU backend: the sink begun and the
+    /// first epoch's tile buffer made and filled (the others are made on
+    /// the tiling threads while it fills). On the CUDA backend: the GPU
+    /// opened, the kernels compiled, the device buffers and nvCOMP ready
+    /// (`setup_detail` names each part).
     pub setup_seconds: f64,
     /// Where the setup went, part by part, when the backend says (the CUDA
     /// backend: opening the GPU, compiling kernels, buffers, nvCOMP).
