@@ -32,7 +32,7 @@ for rep in $(seq "${REPS:-2}"); do
             rm -rf "$out/ab.zarr"
             "$bin" stream --shape 0,2048,2048 --tile 64,256,256 --dtype u16 --shard 1,4,4 \
                 --codec "$codec" --input "$frames" --output "$out/ab.zarr" "${pyramid[@]}" 2>&1 |
-                head -3 | sed 's/^/    /'
+                sed -n 's/^/    /; 1,3p'  # reads all of it: \`head\` would SIGPIPE retile under pipefail
         done
     done
 done
