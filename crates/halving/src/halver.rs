@@ -11,6 +11,12 @@ use crate::units::Units;
 /// Child bytes reduced in one batch before they are handed on.
 const BATCH_BYTES: usize = 8 << 20;
 
+/// Child bytes a halver [holding batches](Halver::holding_batches) waits
+/// for before it hands them on: enough for the next level's tiling to
+/// take every thread (it tiles 1 MiB or more in parallel), few enough to
+/// be still in the cache when it does.
+const HOLD_BYTES: usize = 2 << 20;
+
 /// Turns planes of one level into planes of the next, as they arrive.
 ///
 /// A plane that arrives in pieces is reduced piece by piece, straight from
@@ -57,6 +63,9 @@ pub struct Halver {
     out: Vec<u64>,
     /// Bytes of whole child planes in `out`.
     out_len: usize,
+    /// Whether whole child planes wait for a full batch (or a flush)
+    /// rather than going on at the end of every push.
+    hold: bool,
 }
 
 impl Halver {
@@ -87,7 +96,33 @@ impl Halver {
             units,
             out: Vec::new(),
             out_len: 0,
+            hold: false,
         })
+    }
+
+    /// The same halver, handing child planes on only once they are 2 MiB
+    /// or more, when a piece ends inside a plane, and at
+    /// [`Halver::flush`]: the next level then takes appends large enough
+    /// for a pool of many threads to tile in parallel, rather than one
+    /// small append per parent plane, which it tiles on one thread. The
+    /// memory held is the same (the batch is held either way); child
+    /// planes reach the next level up to 2 MiB later.
+    ///
+    /// ```
+    /// use retile_halving::{Halver, Method};
+    /// use retile_plan::{DType, StreamSpec};
+    /// let parent = StreamSpec::new(DType::U8, vec![0, 2, 4], vec![1, 2, 4])?;
+    /// let mut halver = Halver::new(Method::Max, &parent, &[false, true, true])?.holding_batches();
+    /// let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+    /// let mut children = Vec::new();
+    /// halver.push(&[0, 1, 2, 3, 4, 5, 6, 7], &pool, &mut |c| Ok(children.extend_from_slice(c)))?;
+    /// assert!(children.is_empty()); // the child plane waits in the batch
+    /// halver.flush(&pool, &mut |c| Ok(children.extend_from_slice(c)))?;
+    /// assert_eq!(children, [5, 7]);
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
+    pub fn holding_batches(self) -> Halver {
+        Halver { hold: true, ..self }
     }
 
     /// Bytes the halver holds: the first plane of a pair, a unit cut by a
@@ -157,9 +192,19 @@ impl Halver {
             };
             data = &data[taken..];
         }
-        // every whole child plane goes on now; a child plane in the making
-        // starts the batch (see `take_units`), so none is left behind it
-        self.emit_batch(emit)
+        // every whole child plane goes on now, unless it waits for a full
+        // batch; a child plane in the making starts the batch (see
+        // `take_units`), so none is left behind it
+        match self.hold && self.out_len < HOLD_BYTES && self.batch_room() > 0 {
+            true => Ok(()),
+            false => self.emit_batch(emit),
+        }
+    }
+
+    /// Whole child planes the batch has room for after those in it.
+    fn batch_room(&self) -> usize {
+        self.batch_planes()
+            .saturating_sub(self.out_len / self.child_plane_bytes.max(1))
     }
 
     /// At the end of the stream: a single parent plane left over (an odd
@@ -222,11 +267,15 @@ impl Halver {
         pool: &rayon::ThreadPool,
         emit: &mut dyn FnMut(&[u8]) -> Result<(), StreamError>,
     ) -> Result<usize, StreamError> {
-        self.emit_batch(emit)?;
-        let groups = (data.len() / self.group_bytes()).min(self.batch_planes());
+        if !self.hold || self.batch_room() == 0 {
+            self.emit_batch(emit)?;
+        }
+        let groups = (data.len() / self.group_bytes()).min(self.batch_room());
         let parent = &data[..groups * self.group_bytes()];
         self.reduce_whole(parent, self.per_group, pool)?;
-        self.emit_batch(emit)?;
+        if !self.hold {
+            self.emit_batch(emit)?;
+        }
         Ok(parent.len())
     }
 

@@ -1,7 +1,8 @@
 //! A Halver emits, for every split of its input into pieces (pieces that
 //! cut rows, units and elements, aligned or not), exactly the child planes
 //! that reducing whole planes gives, and each child plane as soon as the
-//! parent planes it reduces have arrived.
+//! parent planes it reduces have arrived; a halver holding batches emits
+//! the same bytes, holding back less than 2 MiB and a plane.
 
 use proptest::prelude::*;
 use retile_halving::{halve_planes, Halver, Halving, Method};
@@ -119,13 +120,20 @@ fn reference(case: &Case) -> (Vec<u8>, usize, usize) {
     (out_bytes.to_vec(), per_group * parent_plane, child_plane)
 }
 
-fn check(case: &Case) -> Result<(), TestCaseError> {
+/// Child bytes a halver holding batches may keep back after a push:
+/// under 2 MiB, and the child plane whose bytes reached 2 MiB.
+const HOLD_BOUND: usize = 2 << 20;
+
+fn check(case: &Case, hold: bool) -> Result<(), TestCaseError> {
     let (expected, group_bytes, child_plane) = reference(case);
     let shape: Vec<u64> = std::iter::once(0)
         .chain(case.plane.iter().copied())
         .collect();
     let spec = StreamSpec::new(case.dtype, shape.clone(), vec![1; shape.len()]).unwrap();
     let mut halver = Halver::new(case.method, &spec, &case.halve).unwrap();
+    if hold {
+        halver = halver.holding_batches();
+    }
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(2)
         .build()
@@ -147,9 +155,19 @@ fn check(case: &Case) -> Result<(), TestCaseError> {
             })
             .unwrap();
         prop_assert_eq!(cut_planes, 0, "a child plane was handed on in pieces");
-        // every group received whole has gone on, and no more
-        let groups = cut / group_bytes;
-        prop_assert_eq!(emitted.len(), groups * child_plane, "after {} bytes", cut);
+        // every group received whole has gone on (held back under 2 MiB
+        // and a plane, when holding batches), and no more
+        let whole = cut / group_bytes * child_plane;
+        match hold {
+            false => prop_assert_eq!(emitted.len(), whole, "after {} bytes", cut),
+            true => prop_assert!(
+                emitted.len() <= whole && whole - emitted.len() < HOLD_BOUND + child_plane,
+                "after {} bytes: {} of {} child bytes emitted",
+                cut,
+                emitted.len(),
+                whole
+            ),
+        }
         previous = cut;
     }
     halver
@@ -165,8 +183,8 @@ fn check(case: &Case) -> Result<(), TestCaseError> {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(2000))]
     #[test]
-    fn pieces_halve_as_whole_planes_do(case in case()) {
-        check(&case)?;
+    fn pieces_halve_as_whole_planes_do(case in case(), hold in any::<bool>()) {
+        check(&case, hold)?;
     }
 }
 
@@ -204,7 +222,9 @@ fn pairs_of_planes_cut_inside_units_and_elements() {
                         cuts: cuts.clone(),
                         shifted,
                     };
-                    check(&case).unwrap_or_else(|e| panic!("{case:?}: {e}"));
+                    for hold in [false, true] {
+                        check(&case, hold).unwrap_or_else(|e| panic!("{case:?}: {e}"));
+                    }
                 }
             }
         }
@@ -235,6 +255,45 @@ fn planes_larger_than_half_a_batch_go_on_one_at_a_time() {
             cuts: vec![plane_bytes / 2, 4 * plane_bytes + 50],
             shifted,
         };
-        check(&case).unwrap_or_else(|e| panic!("{method}: {e}"));
+        for hold in [false, true] {
+            check(&case, hold).unwrap_or_else(|e| panic!("{method}: {e}"));
+        }
+    }
+}
+
+/// Child planes of 512 KiB, held until four of them (2 MiB) wait: pieces
+/// cut inside planes and elements, and pieces of several planes, give the
+/// bytes of whole planes, and never hold back more than the bound.
+#[test]
+fn a_halver_holding_batches_hands_on_every_plane_of_a_long_stream() {
+    let plane = vec![1024u64, 1024];
+    let plane_bytes = 1024 * 1024 * 2;
+    let bytes: Vec<u8> = (0..13 * plane_bytes + 7)
+        .map(|i| (i * 41 % 253) as u8)
+        .collect();
+    let cuts = vec![
+        plane_bytes / 3,
+        plane_bytes + 1,
+        5 * plane_bytes,
+        5 * plane_bytes + 9,
+        11 * plane_bytes - 3,
+    ];
+    for (method, halve) in [
+        (Method::Mean, vec![false, true, true]),
+        (Method::Mean, vec![true, true, true]),
+        (Method::Median, vec![false, true, true]),
+    ] {
+        for shifted in [false, true] {
+            let case = Case {
+                method,
+                dtype: DType::U16,
+                plane: plane.clone(),
+                halve: halve.clone(),
+                bytes: bytes.clone(),
+                cuts: cuts.clone(),
+                shifted,
+            };
+            check(&case, true).unwrap_or_else(|e| panic!("{method}: {e}"));
+        }
     }
 }

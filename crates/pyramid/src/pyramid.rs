@@ -277,8 +277,11 @@ impl MultiscaleStream {
                 Backend::Cuda => AnyStream::open(level.clone(), fill, backend, sink)?,
             };
             let parent = k + 1 < specs.len();
+            // child planes go on in batches: a few large appends, which
+            // every thread of the pool tiles, rather than one small one
+            // per plane, which one thread tiles
             let halver = match parent && !on_device {
-                true => Some(Halver::new(pyramid.method, level, &halve)?),
+                true => Some(Halver::new(pyramid.method, level, &halve)?.holding_batches()),
                 false => None,
             };
             #[cfg(feature = "cuda")]
@@ -343,8 +346,10 @@ impl MultiscaleStream {
     }
 
     /// Appends input; returns how many bytes were taken (fewer only when a
-    /// bounded stream is full). Every level receives its planes before this
-    /// returns.
+    /// bounded stream is full). Level 0 receives its planes before this
+    /// returns; the levels below it receive theirs in batches of about 8
+    /// MiB (see [`Halver::holding_batches`]), and every one by
+    /// [`MultiscaleStream::finish`].
     pub fn append(&mut self, data: &[u8]) -> Result<usize, StreamError> {
         if self.finished {
             return Err(StreamError::Finished);
