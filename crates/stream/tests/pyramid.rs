@@ -465,3 +465,32 @@ fn appends_that_leave_the_input_misaligned_are_reduced_through_the_pending_plane
     }
     assert_eq!(levels[0], levels[1]);
 }
+
+#[test]
+fn a_bounded_pyramid_takes_its_planes_and_no_more_on_one_thread_or_several() {
+    // the levels below are halved from exactly the planes level 0 took,
+    // whether they are halved after its tiling (one thread) or beside it
+    for threads in [1, 2, 4] {
+        let spec = StreamSpec::new(DType::U8, vec![3, 4, 4], vec![1, 2, 2]).unwrap();
+        let sinks = [MemorySink::new(), MemorySink::new()];
+        let pyramid = PyramidOptions {
+            method: Method::Max,
+            downsample: Some(vec![false, true, true]),
+            levels: Some(2),
+        };
+        let mut s = MultiscaleStream::new(spec, &[0], Backend::Cpu { threads }, &pyramid, |k, _| {
+            Ok(Box::new(sinks[k].clone()))
+        })
+        .unwrap();
+        let data: Vec<u8> = (0..5 * 16).map(|i| i as u8).collect();
+        assert_eq!(s.append(&data).unwrap(), 3 * 16, "{threads} threads");
+        assert_eq!(s.append(&data).unwrap(), 0, "{threads} threads");
+        s.finish().unwrap();
+        assert_eq!(sinks[1].planes(), Some(3), "{threads} threads");
+        // the max of each 2x2 block of plane p is its bottom-right element
+        let expected: Vec<u8> = (0..3u8)
+            .flat_map(|p| [5, 7, 13, 15].map(|k| p * 16 + k))
+            .collect();
+        assert_eq!(sinks[1].assemble().unwrap(), expected, "{threads} threads");
+    }
+}
