@@ -478,10 +478,11 @@ fn a_bounded_pyramid_takes_its_planes_and_no_more_on_one_thread_or_several() {
             downsample: Some(vec![false, true, true]),
             levels: Some(2),
         };
-        let mut s = MultiscaleStream::new(spec, &[0], Backend::Cpu { threads }, &pyramid, |k, _| {
-            Ok(Box::new(sinks[k].clone()))
-        })
-        .unwrap();
+        let mut s =
+            MultiscaleStream::new(spec, &[0], Backend::Cpu { threads }, &pyramid, |k, _| {
+                Ok(Box::new(sinks[k].clone()))
+            })
+            .unwrap();
         let data: Vec<u8> = (0..5 * 16).map(|i| i as u8).collect();
         assert_eq!(s.append(&data).unwrap(), 3 * 16, "{threads} threads");
         assert_eq!(s.append(&data).unwrap(), 0, "{threads} threads");
