@@ -10,18 +10,8 @@
 set -euo pipefail
 bin=$1 out=$2
 mkdir -p "$out"
-frames=$out/frames.raw
-[ -f "$frames" ] || python3 - "$frames" <<'PY'
-import sys
-import numpy as np
-H = W = 2048
-rng = np.random.default_rng(7)
-yy, xx = np.mgrid[0:H, 0:W]
-base = (200 + 800 * (np.sin(yy / 97.0) * np.cos(xx / 61.0)) ** 2).astype(np.uint16)
-with open(sys.argv[1], "wb") as f:
-    for t in range(384):
-        (base + rng.integers(0, 64, size=(H, W), dtype=np.uint16) + (t % 50)).astype(np.uint16).tofile(f)
-PY
+# the peers' scene, made once by bench/frames.py (as every benchmark's frames are)
+frames=$(python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); from frames import frames_file; print(frames_file(sys.argv[2], 384, 2048, 2048))' "$(dirname "$0")" "$out")
 for rep in $(seq "${REPS:-3}"); do
     for codec in ${CODECS:-none blosc-lz4:1 blosc-zstd:1}; do
         for pyramid in "" "--pyramid mean --levels 4"; do
