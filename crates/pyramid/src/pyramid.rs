@@ -359,14 +359,6 @@ impl MultiscaleStream {
             return retile_cuda::append_levels(&mut self.device_levels()?, data);
         }
         let (first, rest) = self.levels.split_first_mut().ok_or(StreamError::Finished)?;
-        let pool = &self.pool;
-        if let (Some(halver), None, AnyStream::Cpu(tiles)) =
-            (&mut first.halver, &self.reorder, &mut first.stream)
-        {
-            if pool.current_num_threads() > 1 {
-                return tile_and_halve(tiles, halver, rest, data, pool);
-            }
-        }
         let taken = first.stream.append(data)?;
         if let Some(halver) = &mut first.halver {
             let pool = &self.pool;
@@ -532,28 +524,6 @@ impl MultiscaleStream {
 
 /// Appends child planes to the first of `levels` and passes its own
 /// children on down.
-/// Level 0's tiling of `data` on this thread, and its halving (with every
-/// level below) as a task of `pool`, at once: both read the same input, and
-/// neither waits for the other's last threads to finish. Needs a pool of two
-/// threads or more: a level below may wait for a buffer its pool makes.
-fn tile_and_halve(
-    tiles: &mut TileStream,
-    halver: &mut Halver,
-    rest: &mut [Level],
-    data: &[u8],
-    pool: &rayon::ThreadPool,
-) -> Result<usize, StreamError> {
-    let planes = &data[..tiles.accepts(data.len())?];
-    let mut halved = Ok(());
-    let tiled = pool.in_place_scope(|scope| {
-        scope.spawn(|_| halved = halver.push(planes, pool, &mut |next| feed(rest, next, pool)));
-        tiles.append(planes)
-    });
-    let taken = tiled?;
-    halved?;
-    Ok(taken)
-}
-
 fn feed(levels: &mut [Level], planes: &[u8], pool: &rayon::ThreadPool) -> Result<(), StreamError> {
     let Some((first, rest)) = levels.split_first_mut() else {
         return Ok(());

@@ -468,8 +468,7 @@ fn appends_that_leave_the_input_misaligned_are_reduced_through_the_pending_plane
 
 #[test]
 fn a_bounded_pyramid_takes_its_planes_and_no_more_on_one_thread_or_several() {
-    // the levels below are halved from exactly the planes level 0 took,
-    // whether they are halved after its tiling (one thread) or beside it
+    // the levels below are halved from exactly the planes level 0 took
     for threads in [1, 2, 4] {
         let spec = StreamSpec::new(DType::U8, vec![3, 4, 4], vec![1, 2, 2]).unwrap();
         let sinks = [MemorySink::new(), MemorySink::new()];
@@ -493,5 +492,60 @@ fn a_bounded_pyramid_takes_its_planes_and_no_more_on_one_thread_or_several() {
             .flat_map(|p| [5, 7, 13, 15].map(|k| p * 16 + k))
             .collect();
         assert_eq!(sinks[1].assemble().unwrap(), expected, "{threads} threads");
+    }
+}
+
+/// Every level of a pyramid of `planes` planes of 2048 x 1024 u8 (2 MiB:
+/// each level below takes whole batches), plane `p` of stream `k` holding
+/// `(i * 7 + p * 3 + k) % 251` at byte `i`.
+fn large_plane_pyramid(k: u8, planes: u8, threads: usize) -> Vec<Vec<u8>> {
+    let spec = StreamSpec::new(DType::U8, vec![0, 2048, 1024], vec![2, 256, 256])
+        .unwrap()
+        .with_epoch_buffers(2)
+        .unwrap();
+    let sinks = [MemorySink::new(), MemorySink::new(), MemorySink::new()];
+    let pyramid = PyramidOptions {
+        method: Method::Mean,
+        downsample: None,
+        levels: Some(3),
+    };
+    let mut s = MultiscaleStream::new(
+        spec,
+        &[0],
+        Backend::Cpu { threads },
+        &pyramid,
+        |level, _| Ok(Box::new(sinks[level].clone())),
+    )
+    .unwrap();
+    for p in 0..planes {
+        let plane: Vec<u8> = (0..2048 * 1024usize)
+            .map(|i| ((i * 7 + p as usize * 3 + k as usize) % 251) as u8)
+            .collect();
+        s.append(&plane).unwrap();
+    }
+    s.finish().unwrap();
+    sinks.iter().map(|s| s.assemble().unwrap()).collect()
+}
+
+#[test]
+fn pyramids_streamed_at_once_from_several_threads_equal_each_one_made_alone() {
+    // every stream of two tiling threads shares one pool of two (streams
+    // in one process share their tiling threads); a level that waits for
+    // its sink or for a buffer the pool makes waits on its caller's thread,
+    // never on one of the pool's, so no stream can hold up another, and
+    // each equals the same stream made on one thread
+    let (done, finished) = std::sync::mpsc::channel();
+    for k in 0..3u8 {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let _ = done.send((k, large_plane_pyramid(k, 3, 2)));
+        });
+    }
+    for _ in 0..3 {
+        let (k, levels) = finished
+            .recv_timeout(std::time::Duration::from_secs(300))
+            .expect("a stream did not finish within five minutes");
+        assert!(levels == large_plane_pyramid(k, 3, 1), "stream {k}");
+        assert_eq!(levels[2].len(), 3 * 512 * 256, "stream {k}");
     }
 }
