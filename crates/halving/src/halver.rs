@@ -63,8 +63,8 @@ pub struct Halver {
     out: Vec<u64>,
     /// Bytes of whole child planes in `out`.
     out_len: usize,
-    /// Whether whole child planes wait for a full batch (or a flush)
-    /// rather than going on at the end of every push.
+    /// Whether whole child planes wait until 2 MiB of them (or a full
+    /// batch, or a flush) rather than going on at the end of every push.
     hold: bool,
 }
 

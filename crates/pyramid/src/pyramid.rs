@@ -347,8 +347,8 @@ impl MultiscaleStream {
 
     /// Appends input; returns how many bytes were taken (fewer only when a
     /// bounded stream is full). Level 0 receives its planes before this
-    /// returns; the levels below it receive theirs in batches of about 8
-    /// MiB (see [`Halver::holding_batches`]), and every one by
+    /// returns; the levels below it receive theirs 2 MiB or more at a time
+    /// (see [`Halver::holding_batches`]), and every one by
     /// [`MultiscaleStream::finish`].
     pub fn append(&mut self, data: &[u8]) -> Result<usize, StreamError> {
         if self.finished {
