@@ -63,9 +63,10 @@ pub struct Halver {
     out: Vec<u64>,
     /// Bytes of whole child planes in `out`.
     out_len: usize,
-    /// Whether whole child planes wait until 2 MiB of them (or a full
-    /// batch, or a flush) rather than going on at the end of every push.
-    hold: bool,
+    /// Bytes of whole child planes that go on at the end of a push (or
+    /// once the batch is full, or at a flush): 0 hands every plane on at
+    /// once, [`HOLD_BYTES`] when holding batches.
+    hand_on_at: usize,
 }
 
 impl Halver {
@@ -96,7 +97,7 @@ impl Halver {
             units,
             out: Vec::new(),
             out_len: 0,
-            hold: false,
+            hand_on_at: 0,
         })
     }
 
@@ -122,7 +123,10 @@ impl Halver {
     /// # Ok::<(), retile_plan::StreamError>(())
     /// ```
     pub fn holding_batches(self) -> Halver {
-        Halver { hold: true, ..self }
+        Halver {
+            hand_on_at: HOLD_BYTES,
+            ..self
+        }
     }
 
     /// Bytes the halver holds: the first plane of a pair, a unit cut by a
@@ -192,12 +196,21 @@ impl Halver {
             };
             data = &data[taken..];
         }
-        // every whole child plane goes on now, unless it waits for a full
-        // batch; a child plane in the making starts the batch (see
-        // `take_units`), so none is left behind it
-        match self.hold && self.out_len < HOLD_BYTES && self.batch_room() > 0 {
-            true => Ok(()),
-            false => self.emit_batch(emit),
+        // the whole child planes go on once there are enough of them; a
+        // child plane in the making starts the batch (see `take_units`),
+        // so none is left behind it
+        self.emit_if_due(emit)
+    }
+
+    /// Hands the batch's whole child planes on if they are
+    /// [`Halver::hand_on_at`] bytes or more, or fill the batch.
+    fn emit_if_due(
+        &mut self,
+        emit: &mut dyn FnMut(&[u8]) -> Result<(), StreamError>,
+    ) -> Result<(), StreamError> {
+        match self.out_len >= self.hand_on_at || self.batch_room() == 0 {
+            true => self.emit_batch(emit),
+            false => Ok(()),
         }
     }
 
@@ -267,15 +280,11 @@ impl Halver {
         pool: &rayon::ThreadPool,
         emit: &mut dyn FnMut(&[u8]) -> Result<(), StreamError>,
     ) -> Result<usize, StreamError> {
-        if !self.hold || self.batch_room() == 0 {
-            self.emit_batch(emit)?;
-        }
+        self.emit_if_due(emit)?;
         let groups = (data.len() / self.group_bytes()).min(self.batch_room());
         let parent = &data[..groups * self.group_bytes()];
         self.reduce_whole(parent, self.per_group, pool)?;
-        if !self.hold {
-            self.emit_batch(emit)?;
-        }
+        self.emit_if_due(emit)?;
         Ok(parent.len())
     }
 
