@@ -202,6 +202,63 @@ impl Halver {
         self.emit_if_due(emit)
     }
 
+    /// Reduces the whole groups at the start of `data` into the batch and
+    /// hands nothing on, so that it can run on a pool thread beside the
+    /// caller's own work (which may wait for its sink), the caller then
+    /// pushing the rest; returns the parent bytes taken: 0 where `data`
+    /// does not start a group (or is not aligned to its element) or the
+    /// batch is full. [`Halver::rewind`] undoes it.
+    ///
+    /// ```
+    /// use retile_halving::{Halver, Method};
+    /// use retile_plan::{DType, StreamSpec};
+    /// let parent = StreamSpec::new(DType::U8, vec![0, 2, 4], vec![1, 2, 4])?;
+    /// let mut halver = Halver::new(Method::Max, &parent, &[false, true, true])?;
+    /// let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+    /// let planes: Vec<u8> = (0..20).collect(); // two planes and a half
+    /// let ahead = halver.reduce_ahead(&planes, &pool)?;
+    /// assert_eq!(ahead, 16);
+    /// let mut children = Vec::new();
+    /// halver.push(&planes[ahead..], &pool, &mut |c| Ok(children.extend_from_slice(c)))?;
+    /// assert_eq!(children, [5, 7, 13, 15]);
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
+    pub fn reduce_ahead(
+        &mut self,
+        data: &[u8],
+        pool: &rayon::ThreadPool,
+    ) -> Result<usize, StreamError> {
+        let aligned = (data.as_ptr() as usize).is_multiple_of(self.kernel.dtype.size());
+        if self.parent_plane_bytes == 0 || self.received != 0 || !aligned {
+            return Ok(0);
+        }
+        let groups = (data.len() / self.group_bytes()).min(self.batch_room());
+        let parent = &data[..groups * self.group_bytes()];
+        self.reduce_whole(parent, self.per_group, pool)?;
+        Ok(parent.len())
+    }
+
+    /// Undoes a [`Halver::reduce_ahead`] that took `taken` bytes, with
+    /// nothing pushed since: its child planes leave the batch.
+    ///
+    /// ```
+    /// use retile_halving::{Halver, Method};
+    /// use retile_plan::{DType, StreamSpec};
+    /// let parent = StreamSpec::new(DType::U8, vec![0, 2, 4], vec![1, 2, 4])?;
+    /// let mut halver = Halver::new(Method::Max, &parent, &[false, true, true])?;
+    /// let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+    /// let taken = halver.reduce_ahead(&[9; 8], &pool)?;
+    /// halver.rewind(taken); // the caller's stream refused the plane after all
+    /// let mut children = Vec::new();
+    /// halver.push(&(0..8).collect::<Vec<u8>>(), &pool, &mut |c| Ok(children.extend_from_slice(c)))?;
+    /// assert_eq!(children, [5, 7]);
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
+    pub fn rewind(&mut self, taken: usize) {
+        let groups = taken / self.group_bytes().max(1);
+        self.out_len = self.out_len.saturating_sub(groups * self.child_plane_bytes);
+    }
+
     /// Hands the batch's whole child planes on if they are
     /// [`Halver::hand_on_at`] bytes or more, or fill the batch.
     fn emit_if_due(

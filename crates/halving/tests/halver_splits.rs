@@ -2,7 +2,9 @@
 //! cut rows, units and elements, aligned or not), exactly the child planes
 //! that reducing whole planes gives, and each child plane as soon as the
 //! parent planes it reduces have arrived; a halver holding batches emits
-//! the same bytes, holding back less than 2 MiB and a plane.
+//! the same bytes, holding back less than 2 MiB and a plane; and so does
+//! one that reduces each piece ahead (`reduce_ahead`, as beside a stream's
+//! tiling) before it is pushed the rest, or has that undone (`rewind`).
 
 use proptest::prelude::*;
 use retile_halving::{halve_planes, Halver, Halving, Method};
@@ -124,7 +126,20 @@ fn reference(case: &Case) -> (Vec<u8>, usize, usize) {
 /// under 2 MiB, and the child plane whose bytes reached 2 MiB.
 const HOLD_BOUND: usize = 2 << 20;
 
-fn check(case: &Case, hold: bool) -> Result<(), TestCaseError> {
+/// How each piece reaches the halver.
+#[derive(Debug, Clone, Copy)]
+enum Feed {
+    /// `push` alone.
+    Push,
+    /// `reduce_ahead` (as beside a stream's tiling), then `push` of the rest.
+    Ahead,
+    /// `reduce_ahead` undone by `rewind` (the stream refused), then `push`.
+    Rewound,
+}
+
+const FEEDS: [Feed; 3] = [Feed::Push, Feed::Ahead, Feed::Rewound];
+
+fn check(case: &Case, hold: bool, feed: Feed) -> Result<(), TestCaseError> {
     let (expected, group_bytes, child_plane) = reference(case);
     let shape: Vec<u64> = std::iter::once(0)
         .chain(case.plane.iter().copied())
@@ -147,8 +162,18 @@ fn check(case: &Case, hold: bool) -> Result<(), TestCaseError> {
     let mut previous = 0;
     let mut cut_planes = 0;
     for &cut in case.cuts.iter().chain([&case.bytes.len()]) {
+        let piece = &input[previous..cut];
+        let ahead = match feed {
+            Feed::Push => 0,
+            Feed::Ahead => halver.reduce_ahead(piece, &pool).unwrap(),
+            Feed::Rewound => {
+                let ahead = halver.reduce_ahead(piece, &pool).unwrap();
+                halver.rewind(ahead);
+                0
+            }
+        };
         halver
-            .push(&input[previous..cut], &pool, &mut |c| {
+            .push(&piece[ahead..], &pool, &mut |c| {
                 cut_planes += usize::from(c.len() % child_plane.max(1) != 0);
                 emitted.extend_from_slice(c);
                 Ok(())
@@ -183,8 +208,12 @@ fn check(case: &Case, hold: bool) -> Result<(), TestCaseError> {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(2000))]
     #[test]
-    fn pieces_halve_as_whole_planes_do(case in case(), hold in any::<bool>()) {
-        check(&case, hold)?;
+    fn pieces_halve_as_whole_planes_do(
+        case in case(),
+        hold in any::<bool>(),
+        feed in prop_oneof![Just(Feed::Push), Just(Feed::Ahead), Just(Feed::Rewound)],
+    ) {
+        check(&case, hold, feed)?;
     }
 }
 
@@ -223,7 +252,10 @@ fn pairs_of_planes_cut_inside_units_and_elements() {
                         shifted,
                     };
                     for hold in [false, true] {
-                        check(&case, hold).unwrap_or_else(|e| panic!("{case:?}: {e}"));
+                        for feed in FEEDS {
+                            check(&case, hold, feed)
+                                .unwrap_or_else(|e| panic!("{case:?} {feed:?}: {e}"));
+                        }
                     }
                 }
             }
@@ -256,7 +288,9 @@ fn planes_larger_than_half_a_batch_go_on_one_at_a_time() {
             shifted,
         };
         for hold in [false, true] {
-            check(&case, hold).unwrap_or_else(|e| panic!("{method}: {e}"));
+            for feed in FEEDS {
+                check(&case, hold, feed).unwrap_or_else(|e| panic!("{method} {feed:?}: {e}"));
+            }
         }
     }
 }
@@ -293,7 +327,9 @@ fn a_halver_holding_batches_hands_on_every_plane_of_a_long_stream() {
                 cuts: cuts.clone(),
                 shifted,
             };
-            check(&case, true).unwrap_or_else(|e| panic!("{method}: {e}"));
+            for feed in FEEDS {
+                check(&case, true, feed).unwrap_or_else(|e| panic!("{method} {feed:?}: {e}"));
+            }
         }
     }
 }

@@ -358,17 +358,76 @@ impl MultiscaleStream {
         if self.on_device {
             return retile_cuda::append_levels(&mut self.device_levels()?, data);
         }
+        if self.reorder.is_none() {
+            return self.append_halving_beside(data);
+        }
         let (first, rest) = self.levels.split_first_mut().ok_or(StreamError::Finished)?;
         let taken = first.stream.append(data)?;
-        if let Some(halver) = &mut first.halver {
+        if let (Some(halver), Some(reorder)) = (&mut first.halver, &mut self.reorder) {
             let pool = &self.pool;
-            let planes = match &mut self.reorder {
-                Some(reorder) => reorder.push(&data[..taken]),
-                None => &data[..taken],
-            };
+            let planes = reorder.push(&data[..taken]);
             halver.push(planes, pool, &mut |planes| feed(rest, planes, pool))?;
         }
         Ok(taken)
+    }
+
+    /// Appends input in stored order: level 0 tiles it on this thread
+    /// (with the pool) while a task of the pool reduces it into level 1's
+    /// planes ([`Halver::reduce_ahead`], which never waits), and then this
+    /// thread hands them on down, so that every wait for a sink or a
+    /// buffer stays on the caller's thread and the pool's threads never
+    /// block, however many streams share them.
+    fn append_halving_beside(&mut self, data: &[u8]) -> Result<usize, StreamError> {
+        let offered = self.takes_of(data.len());
+        let (first, rest) = self.levels.split_first_mut().ok_or(StreamError::Finished)?;
+        let Some(halver) = &mut first.halver else {
+            return first.stream.append(data);
+        };
+        let pool = &self.pool;
+        let mut ahead = Ok(0);
+        let taken = pool.in_place_scope(|scope| {
+            scope.spawn(|_| ahead = halver.reduce_ahead(&data[..offered], pool));
+            first.stream.append(data)
+        });
+        let ahead = match (taken, ahead) {
+            (Ok(taken), Ok(ahead)) if taken == offered => ahead,
+            (Ok(taken), Ok(ahead)) => {
+                // level 0 took other bytes than it had room for: reduce those
+                halver.rewind(ahead);
+                halver.push(&data[..taken], pool, &mut |planes| feed(rest, planes, pool))?;
+                return Ok(taken);
+            }
+            (Err(e), ahead) => {
+                halver.rewind(*ahead.as_ref().unwrap_or(&0));
+                return Err(e);
+            }
+            (Ok(_), Err(e)) => return Err(e),
+        };
+        halver.push(&data[ahead..offered], pool, &mut |planes| {
+            feed(rest, planes, pool)
+        })?;
+        Ok(offered)
+    }
+
+    /// Bytes of `len` offered that level 0 takes: all of them, or what a
+    /// bounded shape has room for.
+    fn takes_of(&self, len: usize) -> usize {
+        let spec = self.plan().spec();
+        let total = match spec.is_unbounded() {
+            true => None,
+            false => spec
+                .plane_elements()
+                .ok()
+                .and_then(|n| n.checked_mul(spec.shape()[0]))
+                .and_then(|n| n.checked_mul(spec.dtype().size() as u64)),
+        };
+        match total {
+            Some(total) => {
+                let room = total.saturating_sub(self.bytes_taken());
+                len.min(usize::try_from(room).unwrap_or(usize::MAX))
+            }
+            None => len,
+        }
     }
 
     /// Adds `planes` planes of the fill value (frames a camera dropped),

@@ -549,3 +549,77 @@ fn pyramids_streamed_at_once_from_several_threads_equal_each_one_made_alone() {
         assert_eq!(levels[2].len(), 3 * 512 * 256, "stream {k}");
     }
 }
+
+/// A sink that fails from its second epoch on, as a full disk would.
+struct FailingSink(u32);
+
+impl retile_stream::Sink for FailingSink {
+    fn begin(
+        &mut self,
+        _: &retile_stream::StreamPlan,
+        _: &[u8],
+    ) -> Result<(), retile_stream::StreamError> {
+        Ok(())
+    }
+    fn write_epoch(
+        &mut self,
+        _: &retile_stream::Epoch<'_>,
+    ) -> Result<(), retile_stream::StreamError> {
+        self.0 += 1;
+        match self.0 {
+            1 => Ok(()),
+            _ => Err(retile_stream::StreamError::Sink(
+                "no space left on device".into(),
+            )),
+        }
+    }
+    fn finish(&mut self, _: u64) -> Result<(), retile_stream::StreamError> {
+        Ok(())
+    }
+}
+
+#[test]
+fn a_level_below_holds_only_the_planes_level_0_took_when_level_0_fails() {
+    // level 1 is reduced beside level 0's tiling; an append level 0 refuses
+    // with an error leaves level 1 as if it had never been made
+    for threads in [1, 2, 4] {
+        let spec = StreamSpec::new(DType::U8, vec![0, 4, 4], vec![1, 2, 2]).unwrap();
+        let below = MemorySink::new();
+        let pyramid = PyramidOptions {
+            method: Method::Max,
+            downsample: Some(vec![false, true, true]),
+            levels: Some(2),
+        };
+        let mut s =
+            MultiscaleStream::new(spec, &[0], Backend::Cpu { threads }, &pyramid, |k, _| {
+                Ok(match k {
+                    0 => Box::new(FailingSink(0)) as Box<dyn retile_stream::Sink>,
+                    _ => Box::new(below.clone()),
+                })
+            })
+            .unwrap();
+        let mut took = 0u8;
+        while took < 8 {
+            let plane: Vec<u8> = (0..16).map(|i| took * 16 + i).collect();
+            match s.append(&plane) {
+                Ok(n) => assert_eq!(n, 16),
+                Err(_) => break,
+            }
+            took += 1;
+        }
+        assert!(
+            took < 8,
+            "level 0's sink failed, and an append said so ({threads} threads)"
+        );
+        assert!(s.finish().is_err(), "{threads} threads");
+        // the max of each 2x2 block of plane p is its bottom-right element
+        let expected: Vec<u8> = (0..took)
+            .flat_map(|p| [5, 7, 13, 15].map(|k| p * 16 + k))
+            .collect();
+        assert_eq!(
+            below.assemble().unwrap_or_default(),
+            expected,
+            "{threads} threads"
+        );
+    }
+}
