@@ -466,17 +466,30 @@ fn appends_that_leave_the_input_misaligned_are_reduced_through_the_pending_plane
     assert_eq!(levels[0], levels[1]);
 }
 
+/// Two levels, the second the max of each 2 x 2 block of a plane.
+fn max_of_2x2_blocks() -> PyramidOptions {
+    PyramidOptions {
+        method: Method::Max,
+        downsample: Some(vec![false, true, true]),
+        levels: Some(2),
+    }
+}
+
+/// Level 1 of `planes` 4 x 4 u8 planes, plane `p` holding `16 p + i` at
+/// byte `i`: the max of each 2 x 2 block is its bottom-right element.
+fn block_maxima(planes: u8) -> Vec<u8> {
+    (0..planes)
+        .flat_map(|p| [5, 7, 13, 15].map(|k| p * 16 + k))
+        .collect()
+}
+
 #[test]
 fn a_bounded_pyramid_takes_its_planes_and_no_more_on_one_thread_or_several() {
     // the levels below are halved from exactly the planes level 0 took
     for threads in [1, 2, 4] {
         let spec = StreamSpec::new(DType::U8, vec![3, 4, 4], vec![1, 2, 2]).unwrap();
         let sinks = [MemorySink::new(), MemorySink::new()];
-        let pyramid = PyramidOptions {
-            method: Method::Max,
-            downsample: Some(vec![false, true, true]),
-            levels: Some(2),
-        };
+        let pyramid = max_of_2x2_blocks();
         let mut s =
             MultiscaleStream::new(spec, &[0], Backend::Cpu { threads }, &pyramid, |k, _| {
                 Ok(Box::new(sinks[k].clone()))
@@ -487,10 +500,7 @@ fn a_bounded_pyramid_takes_its_planes_and_no_more_on_one_thread_or_several() {
         assert_eq!(s.append(&data).unwrap(), 0, "{threads} threads");
         s.finish().unwrap();
         assert_eq!(sinks[1].planes(), Some(3), "{threads} threads");
-        // the max of each 2x2 block of plane p is its bottom-right element
-        let expected: Vec<u8> = (0..3u8)
-            .flat_map(|p| [5, 7, 13, 15].map(|k| p * 16 + k))
-            .collect();
+        let expected = block_maxima(3);
         assert_eq!(sinks[1].assemble().unwrap(), expected, "{threads} threads");
     }
 }
@@ -585,11 +595,7 @@ fn a_level_below_holds_only_the_planes_level_0_took_when_level_0_fails() {
     for threads in [1, 2, 4] {
         let spec = StreamSpec::new(DType::U8, vec![0, 4, 4], vec![1, 2, 2]).unwrap();
         let below = MemorySink::new();
-        let pyramid = PyramidOptions {
-            method: Method::Max,
-            downsample: Some(vec![false, true, true]),
-            levels: Some(2),
-        };
+        let pyramid = max_of_2x2_blocks();
         let mut s =
             MultiscaleStream::new(spec, &[0], Backend::Cpu { threads }, &pyramid, |k, _| {
                 Ok(match k {
@@ -612,10 +618,7 @@ fn a_level_below_holds_only_the_planes_level_0_took_when_level_0_fails() {
             "level 0's sink failed, and an append said so ({threads} threads)"
         );
         assert!(s.finish().is_err(), "{threads} threads");
-        // the max of each 2x2 block of plane p is its bottom-right element
-        let expected: Vec<u8> = (0..took)
-            .flat_map(|p| [5, 7, 13, 15].map(|k| p * 16 + k))
-            .collect();
+        let expected = block_maxima(took);
         assert_eq!(
             below.assemble().unwrap_or_default(),
             expected,
