@@ -14,7 +14,7 @@ use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use retile_plan::EpochBuffer;
 
@@ -34,8 +34,9 @@ thread_local! {
 ///
 /// Through the page cache ([`LocalFile::Buffered`]) a task writes its
 /// bytes straight from where they are (the epoch buffer, or the codec's
-/// output) after releasing the lock, so that the tasks of one shard write
-/// in parallel and nothing is copied on the way. With direct I/O
+/// output) after releasing the lock, so that nothing is copied on the way
+/// and the tasks of one shard place and encode in parallel; their writes
+/// take turns ([`TurnFile`]). With direct I/O
 /// ([`LocalFile::Direct`]) writes must be whole aligned blocks from aligned
 /// memory, so the bytes go through the thread's aligned staging buffer,
 /// under the lock, and the partial block at the end stays in memory until
@@ -44,7 +45,7 @@ pub(crate) enum LocalFile {
     /// Written through the page cache.
     Buffered {
         path: PathBuf,
-        file: Option<Arc<File>>,
+        file: Option<Arc<TurnFile>>,
         len: u64,
     },
     /// Written with `O_DIRECT`.
@@ -62,7 +63,7 @@ pub(crate) enum Placed {
     /// The bytes are in the file.
     Written,
     /// The caller writes the bytes at `offset`.
-    At { file: Arc<File>, offset: u64 },
+    At { file: Arc<TurnFile>, offset: u64 },
 }
 
 impl Placed {
@@ -72,6 +73,27 @@ impl Placed {
             Placed::Written => Ok(()),
             Placed::At { file, offset } => file.write_all_at(bytes, *offset),
         }
+    }
+}
+
+/// A file written through the page cache by several threads, one write
+/// at a time. A file system takes one write to a file at a time anyway
+/// (a lock per file), and threads that contend for that lock inside the
+/// kernel spend CPU waiting: on the 16-core device host, 16 threads
+/// writing 3 GiB into 4 files of `/dev/shm` spent 4.3-4.9 s of system
+/// time, 4 threads 1.4 s, in the same wall time (BENCHMARKS, "The
+/// tenth session"; `bench/file_writes_probe.py`). Waiting here puts the
+/// thread to sleep instead, and leaves the cores to the codec and the tiler.
+pub(crate) struct TurnFile {
+    file: File,
+    turn: Mutex<()>,
+}
+
+impl TurnFile {
+    /// Writes `bytes` at `offset` once no other thread writes the file.
+    fn write_all_at(&self, bytes: &[u8], offset: u64) -> io::Result<()> {
+        let _turn = self.turn.lock().unwrap_or_else(|e| e.into_inner());
+        self.file.write_all_at(bytes, offset)
     }
 }
 
@@ -115,7 +137,12 @@ impl LocalFile {
             LocalFile::Buffered { path, file, len } => {
                 let file = match file {
                     Some(file) => file.clone(),
-                    None => file.insert(Arc::new(create(path, false)?)).clone(),
+                    None => file
+                        .insert(Arc::new(TurnFile {
+                            file: create(path, false)?,
+                            turn: Mutex::new(()),
+                        }))
+                        .clone(),
                 };
                 let offset = *len;
                 *len += bytes.len() as u64;
@@ -147,8 +174,11 @@ impl LocalFile {
         let file = match self {
             LocalFile::Buffered { path, file, .. } => match file.take() {
                 // every placed write is done: no task holds the file now
-                Some(file) => Arc::try_unwrap(file)
-                    .map_err(|_| io::Error::other("the file is still being written"))?,
+                Some(file) => {
+                    Arc::try_unwrap(file)
+                        .map_err(|_| io::Error::other("the file is still being written"))?
+                        .file
+                }
                 None => create(path, false)?,
             },
             LocalFile::Direct {
