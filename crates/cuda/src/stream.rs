@@ -670,6 +670,13 @@ impl CudaTileStream {
         self.state.taken
     }
 
+    /// How many of `len` bytes [`CudaTileStream::append`] takes now: all
+    /// of them, or what is left of a bounded stream; an error once the
+    /// stream has finished.
+    pub fn accepts(&self, len: usize) -> Result<usize, StreamError> {
+        self.state.accepted(len)
+    }
+
     /// Appends input (any host memory; large appends from pinned memory go
     /// by DMA without a host copy); returns how many bytes were taken.
     pub fn append(&mut self, data: &[u8]) -> Result<usize, StreamError> {

@@ -93,6 +93,16 @@ impl AnyStream {
         }
     }
 
+    /// How many of `len` bytes [`AnyStream::append`] takes now: all of
+    /// them, or what is left of a bounded stream; an error once finished.
+    pub fn accepts(&self, len: usize) -> Result<usize, StreamError> {
+        match self {
+            AnyStream::Cpu(s) => s.accepts(len),
+            #[cfg(feature = "cuda")]
+            AnyStream::Cuda(s) => s.accepts(len),
+        }
+    }
+
     /// Appends input; returns how many bytes were taken.
     pub fn append(&mut self, data: &[u8]) -> Result<usize, StreamError> {
         match self {

@@ -378,56 +378,37 @@ impl MultiscaleStream {
     /// buffer stays on the caller's thread and the pool's threads never
     /// block, however many streams share them.
     fn append_halving_beside(&mut self, data: &[u8]) -> Result<usize, StreamError> {
-        let offered = self.takes_of(data.len());
         let (first, rest) = self.levels.split_first_mut().ok_or(StreamError::Finished)?;
         let Some(halver) = &mut first.halver else {
             return first.stream.append(data);
         };
+        let offered = first.stream.accepts(data.len())?;
         let pool = &self.pool;
         let mut ahead = Ok(0);
         let taken = pool.in_place_scope(|scope| {
             scope.spawn(|_| ahead = halver.reduce_ahead(&data[..offered], pool));
             first.stream.append(data)
         });
-        let ahead = match (taken, ahead) {
-            (Ok(taken), Ok(ahead)) if taken == offered => ahead,
-            (Ok(taken), Ok(ahead)) => {
-                // level 0 took other bytes than it had room for: reduce those
-                halver.rewind(ahead);
-                halver.push(&data[..taken], pool, &mut |planes| feed(rest, planes, pool))?;
-                return Ok(taken);
-            }
-            (Err(e), ahead) => {
+        let taken = match taken {
+            Ok(taken) => taken,
+            Err(e) => {
+                // level 0 refused the bytes: so does every level below
                 halver.rewind(*ahead.as_ref().unwrap_or(&0));
                 return Err(e);
             }
-            (Ok(_), Err(e)) => return Err(e),
         };
-        halver.push(&data[ahead..offered], pool, &mut |planes| {
+        // level 0 takes what it accepted; were it fewer bytes, those are reduced anew
+        let ahead = match ahead? {
+            ahead if ahead <= taken => ahead,
+            ahead => {
+                halver.rewind(ahead);
+                0
+            }
+        };
+        halver.push(&data[ahead..taken], pool, &mut |planes| {
             feed(rest, planes, pool)
         })?;
-        Ok(offered)
-    }
-
-    /// Bytes of `len` offered that level 0 takes: all of them, or what a
-    /// bounded shape has room for.
-    fn takes_of(&self, len: usize) -> usize {
-        let spec = self.plan().spec();
-        let total = match spec.is_unbounded() {
-            true => None,
-            false => spec
-                .plane_elements()
-                .ok()
-                .and_then(|n| n.checked_mul(spec.shape()[0]))
-                .and_then(|n| n.checked_mul(spec.dtype().size() as u64)),
-        };
-        match total {
-            Some(total) => {
-                let room = total.saturating_sub(self.bytes_taken());
-                len.min(usize::try_from(room).unwrap_or(usize::MAX))
-            }
-            None => len,
-        }
+        Ok(taken)
     }
 
     /// Adds `planes` planes of the fill value (frames a camera dropped),

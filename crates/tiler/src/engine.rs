@@ -209,6 +209,27 @@ impl TileStream {
         self.state.taken
     }
 
+    /// How many of `len` bytes [`TileStream::append`] takes now: all of
+    /// them, or what is left of a bounded stream; an error once the stream
+    /// has finished.
+    ///
+    /// ```
+    /// use retile_plan::{DType, NullSink, StreamSpec};
+    /// use retile_tiler::TileStream;
+    /// let spec = StreamSpec::new(DType::U8, vec![3, 4], vec![2, 4])?;
+    /// let mut s = TileStream::new(spec, &[0], 1, Box::new(NullSink))?;
+    /// s.append(&[1; 8])?;
+    /// assert_eq!(s.accepts(100)?, 4); // one plane of four bytes is left
+    /// assert_eq!(s.append(&[1; 100])?, 4);
+    /// assert_eq!(s.accepts(100)?, 0);
+    /// s.finish()?;
+    /// assert!(s.accepts(1).is_err());
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
+    pub fn accepts(&self, len: usize) -> Result<usize, StreamError> {
+        self.state.accepted(len)
+    }
+
     /// Appends input; returns how many bytes were taken (fewer than given only
     /// when a bounded stream is full). An error means data may be lost: the
     /// sink failed, and the stream cannot go on.
