@@ -108,8 +108,11 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(message) => {
-            // a closed or full stderr leaves nowhere to say it: the exit status does
-            let _ = writeln!(std::io::stderr(), "retile: {message}");
+            // one write, so that a line another thread writes meanwhile (a
+            // library's, a writer's still closing its files) cannot land
+            // inside it; a closed or full stderr leaves nowhere to say it:
+            // the exit status does
+            let _ = std::io::stderr().write_all(format!("retile: {message}\n").as_bytes());
             ExitCode::FAILURE
         }
     }
