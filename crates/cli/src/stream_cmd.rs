@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use crate::error::CliError;
-use crate::input::{Input, InputError, Next};
+use crate::input::{Cut, Input, InputError, Next};
 use crate::print::say;
 use crate::signals::{interrupted, second_interrupt, stop_on_interrupt};
 use clap::Args;
@@ -699,13 +699,14 @@ pub fn stream(args: &StreamArgs) -> Result<ExitCode, CliError> {
             threads: args.threads,
         },
     };
+    let cut = Cut::for_stream(plane_bytes, output.pyramid.is_some());
     let (input, expected) = match input {
         None => (
-            Input::synthetic(total / esize as u64, esize, plane_bytes),
+            Input::synthetic(total / esize as u64, esize, cut),
             Some(total),
         ),
         Some(path) => (
-            Input::open(path, plane_bytes)?,
+            Input::open(path, cut)?,
             (!spec.is_unbounded()).then_some(total),
         ),
     };
@@ -762,7 +763,8 @@ fn append(args: &StreamArgs, input: Option<&str>) -> Result<ExitCode, CliError> 
         continuation.claimed,
         continuation.claimed
     );
-    let input = Input::open(input, plane_bytes)?;
+    let pyramid = continuation.array.output.pyramid.is_some();
+    let input = Input::open(input, Cut::for_stream(plane_bytes, pyramid))?;
     stop_on_interrupt();
     let mut tiles = continuation.open_stream(backend)?;
     run(&mut tiles, input, expected, Some(path), None)
@@ -988,7 +990,11 @@ pub fn demo() -> Result<ExitCode, CliError> {
     let total = 256 * 1024 * 1024u64;
     let code = run(
         &mut tiles,
-        Input::synthetic(total, 2, 1024 * 1024 * 2),
+        Input::synthetic(
+            total,
+            2,
+            Cut::for_stream(1024 * 1024 * 2, output.pyramid.is_some()),
+        ),
         Some(total * 2),
         Some(&path),
         None,
