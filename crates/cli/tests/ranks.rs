@@ -298,3 +298,30 @@ fn every_rank_is_covered_with_and_without_output_shards_and_pyramids() {
         }
     }
 }
+
+#[test]
+fn planes_that_the_input_s_pieces_cut_read_back_with_and_without_a_pyramid() {
+    // planes of 3 x 1000 x 701 u16 (4,206,000 bytes): a file comes in 4 MiB
+    // pieces cut anywhere without a pyramid, so every piece ends inside a
+    // plane; with one it comes in whole planes. Both read back equal.
+    for (source, unbounded, shard, codec, pyramid) in [
+        (Source::File, false, false, 0, None),
+        (Source::StdinFile, true, true, 2, None),
+        (Source::Synthetic, false, true, 1, None),
+        (Source::File, true, true, 2, Some(0)),
+    ] {
+        let case = Case {
+            shape: vec![5, 3, 1000, 701],
+            tile: vec![2, 1, 256, 128],
+            dtype: 2,
+            unbounded,
+            source,
+            output: true,
+            shard: shard.then(|| vec![1, 3, 2, 2]),
+            codec,
+            pyramid,
+            seed: 104_729,
+        };
+        check(&case).unwrap_or_else(|e| panic!("{case:?}: {e}"));
+    }
+}
