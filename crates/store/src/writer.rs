@@ -21,9 +21,29 @@ use crate::dest::{Dest, Open};
 use crate::error::DestError;
 use crate::shard::{index_bytes, Member, ShardGrid, MISSING};
 
-/// Tile bytes one task encodes and writes, at least one tile: tasks of
-/// small tiles are grouped so that scheduling stays cheap.
+/// Tile bytes one task encodes and writes, at most (but at least one tile):
+/// tasks of small tiles are grouped so that scheduling stays cheap.
 const TASK_BYTES: u64 = 1 << 20;
+
+/// Tasks an epoch gives each writer thread, at least, where it has the
+/// tiles: a stream holds two epochs by default, so an epoch of few tiles
+/// must keep every writer busy by itself while the next one is tiled.
+const TASKS_PER_WRITER: usize = 2;
+
+/// Tiles per task: up to [`TASK_BYTES`] of them, but no more than spread
+/// an epoch of `epoch_tiles` tiles over [`TASKS_PER_WRITER`] tasks for each
+/// of `writers` threads.
+///
+/// Measured on 16 cores with tiles one plane deep (64 tiles of 128 KiB an
+/// epoch): grouped by [`TASK_BYTES`] alone, an epoch made 8 tasks, so half
+/// the writers waited for the next epoch; spread, such streams ran 1.13-1.20x
+/// faster with blosc-zstd:1 and up to 1.2x with blosc-lz4:1. Four tasks a
+/// writer ran no faster than two.
+fn tiles_per_task(tile_bytes: u64, epoch_tiles: u64, writers: usize) -> usize {
+    let by_bytes = (TASK_BYTES / tile_bytes.max(1)).max(1);
+    let tasks = (TASKS_PER_WRITER * writers.max(1)) as u64;
+    by_bytes.min(epoch_tiles.div_ceil(tasks).max(1)) as usize
+}
 
 /// How the epoch writer is set up.
 pub(crate) struct WriterSetup {
@@ -203,7 +223,7 @@ impl EpochWriter {
             first_epoch: setup.first_epoch,
             replaced_rows: setup.replaced_rows,
             fill_pattern: setup.fill.repeat(64 / esize),
-            per_task: (TASK_BYTES / tile_bytes.max(1)).max(1) as usize,
+            per_task: tiles_per_task(tile_bytes, setup.plan.m(), setup.pool.current_num_threads()),
             one_epoch_at_a_time: setup.dest.is_object_store(),
             sync_rows: setup.sync_rows,
             encoder: setup.encoder,
@@ -634,7 +654,45 @@ impl Shared {
 
 #[cfg(test)]
 mod tests {
-    use super::interleaved;
+    use super::{interleaved, tiles_per_task, TASK_BYTES};
+
+    #[test]
+    fn an_epoch_of_few_small_tiles_is_spread_over_every_writer() {
+        // 64 tiles of 128 KiB (one plane deep) on 16 writers: 2 tiles a task,
+        // 32 tasks, where 1 MiB tasks would have made 8
+        assert_eq!(tiles_per_task(128 << 10, 64, 16), 2);
+        // large tiles: one a task, however many writers
+        assert_eq!(tiles_per_task(8 << 20, 64, 16), 1);
+        assert_eq!(tiles_per_task(8 << 20, 1, 1), 1);
+        // many tiny tiles: tasks stay at most TASK_BYTES
+        let tiny = 4 << 10;
+        assert_eq!(
+            tiles_per_task(tiny, 1 << 20, 2),
+            (TASK_BYTES / tiny) as usize
+        );
+        // an epoch of fewer tiles than writers: a tile a task
+        assert_eq!(tiles_per_task(tiny, 3, 16), 1);
+        // degenerate sizes never make empty tasks
+        assert_eq!(tiles_per_task(0, 0, 0), 1);
+        // in general: at least a tile, at most TASK_BYTES (or one tile), and
+        // never more than an even share of the epoch for 2 tasks a writer
+        for (bytes, tiles, writers) in [
+            (1u64, 1u64, 1usize),
+            (1000, 77, 3),
+            (1 << 21, 5, 64),
+            (300, 10_000, 16),
+        ] {
+            let per = tiles_per_task(bytes, tiles, writers) as u64;
+            assert!(
+                per >= 1 && per * bytes <= TASK_BYTES.max(bytes),
+                "{bytes} {tiles} {writers}"
+            );
+            assert!(
+                per <= tiles.div_ceil(2 * writers as u64).max(1),
+                "{bytes} {tiles} {writers}"
+            );
+        }
+    }
 
     #[test]
     fn tasks_are_started_one_file_at_a_time_in_turns() {
