@@ -43,8 +43,8 @@ fn main() {
     // xgetbv in shuffle.c), so its AVX2 kernels are built on every x86 target,
     // alone with -mavx2, as c-blosc's own CMake build does. Upstream built
     // them only where the whole target had AVX2, which a portable build
-    // never has: the SSE2 shuffle then took twice the time of the lz4
-    // compression it feeds.
+    // never has: the SSE2 shuffle then took 1.7 times the CPU of the lz4
+    // compression it feeds (a blosc-lz4:1 stream of u16 frames, profiled).
     let x86 = matches!(
         env::var("CARGO_CFG_TARGET_ARCH").as_deref(),
         Ok("x86_64") | Ok("x86")
