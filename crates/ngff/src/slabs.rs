@@ -52,8 +52,8 @@ pub struct SlabJob {
     pyramid: PyramidOptions,
     /// Each level's whole stream.
     levels: Vec<StreamSpec>,
-    /// Whether each level halves the first dimension.
-    halves_first: bool,
+    /// Whether each level halves each dimension.
+    halved: Vec<bool>,
 }
 
 impl SlabJob {
@@ -83,7 +83,10 @@ impl SlabJob {
             levels: Some(levels.len()),
             ..pyramid
         };
-        let halves_first = pyramid.halved(&spec)?.first().copied().unwrap_or(false);
+        let halved = match levels.len() {
+            1 => vec![false; spec.shape().len()],
+            _ => pyramid.halved(&spec)?,
+        };
         Ok(SlabJob {
             spec,
             fill,
@@ -91,7 +94,7 @@ impl SlabJob {
             output,
             pyramid,
             levels,
-            halves_first,
+            halved,
         })
     }
 
@@ -100,12 +103,41 @@ impl SlabJob {
     /// each level halves the first dimension, so that every level's slab
     /// starts a row of its files too.
     pub fn slab_planes(&self) -> u64 {
-        let shard = self.zarr.shard.as_ref().and_then(|s| s.first().copied());
-        let row = self.spec.tile()[0].saturating_mul(shard.unwrap_or(1));
-        match self.halves_first {
-            true => row.saturating_mul(1 << (self.levels.len() - 1).min(62)),
-            false => row,
-        }
+        self.block_units()[0]
+    }
+
+    /// The elements a block starts at a multiple of, along each dimension:
+    /// a file (the tile's extent times the shard's), times `2^(levels-1)`
+    /// where the levels halve the dimension. A pyramid's blocks are slabs
+    /// (their unit below the first dimension is the array's extent): a
+    /// level of a narrow block at the array's edge would halve nothing.
+    ///
+    /// ```
+    /// use retile_ngff::{ArrayOptions, SlabJob};
+    /// use retile_pyramid::Backend;
+    /// use retile_store::ZarrOptions;
+    /// let options = ArrayOptions { shape: vec![6, 10], tile: vec![2, 4], dtype: "u8".into(),
+    ///                              shard: Some(vec![1, 2]), ..Default::default() };
+    /// let store = ZarrOptions { path: std::env::temp_dir().join("retile-units-doc"), ..Default::default() };
+    /// let job = SlabJob::new(options.resolve(Some(store), Backend::Cpu { threads: 1 })?)?;
+    /// assert_eq!(job.block_units(), vec![2, 8]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn block_units(&self) -> Vec<u64> {
+        let shard = self.zarr.shard.as_deref();
+        let pyramid = self.levels.len() > 1;
+        (0..self.spec.shape().len())
+            .map(|d| {
+                let file = self.spec.tile()[d]
+                    .saturating_mul(shard.and_then(|s| s.get(d).copied()).unwrap_or(1));
+                match (d, self.halved[d]) {
+                    (0, true) => file.saturating_mul(1 << (self.levels.len() - 1).min(62)),
+                    (0, false) => file,
+                    _ if pyramid => self.spec.shape()[d].max(1),
+                    _ => file,
+                }
+            })
+            .collect()
     }
 
     /// The array's element type.
@@ -132,7 +164,8 @@ impl SlabJob {
     /// Bytes of memory a slab's stream holds besides its input: every
     /// level's epoch buffers and what passes between levels.
     pub fn stream_memory(&self) -> Result<u64, StreamError> {
-        self.pyramid.memory_bytes(&self.slab_spec()?)
+        self.pyramid
+            .memory_bytes(&self.block_spec(self.spec.shape())?)
     }
 
     /// The caller's start: the store made ready and locked (new, or
@@ -199,7 +232,56 @@ impl SlabJob {
                 data.len()
             )));
         }
-        let mut stream = self.open_slab(first_plane, data.len() as u64 / plane, backend)?;
+        let mut shape = self.spec.shape().to_vec();
+        shape[0] = data.len() as u64 / plane;
+        let mut origin = vec![0; shape.len()];
+        origin[0] = first_plane;
+        self.write_block(&origin, &shape, data, backend)
+    }
+
+    /// A task's work when the array is cut along more than its first
+    /// dimension: `data` (C order, native byte order) as the box of shape
+    /// `shape` at element `origin` of the array, with every level's
+    /// matching box, written into the store the caller made ready.
+    /// Refused unless the box starts at a multiple of
+    /// [`SlabJob::block_units`] along every dimension and ends at one or
+    /// at the array's end. Returns the block's summary.
+    ///
+    /// ```
+    /// use retile_ngff::{ArrayOptions, SlabJob};
+    /// use retile_pyramid::Backend;
+    /// use retile_store::ZarrOptions;
+    /// let dir = std::env::temp_dir().join(format!("retile-blocks-doc-{}", std::process::id()));
+    /// let options = ArrayOptions { shape: vec![4, 6], tile: vec![2, 4], dtype: "u8".into(), ..Default::default() };
+    /// let store = ZarrOptions { path: dir.join("a.zarr"), overwrite: true, ..Default::default() };
+    /// let job = SlabJob::new(options.resolve(Some(store), Backend::Cpu { threads: 1 })?)?;
+    /// let store = job.begin()?;
+    /// for (origin, shape) in [([0, 4], [2, 2]), ([2, 0], [2, 6]), ([0, 0], [2, 4])] {
+    ///     let data = vec![origin[0] as u8 + 1; (shape[0] * shape[1]) as usize];
+    ///     job.write_block(&origin, &shape, &data, Backend::Cpu { threads: 1 })?;
+    /// }
+    /// store.finish()?;
+    /// assert!(dir.join("a.zarr/c/0/1").is_file() && dir.join("a.zarr/c/1/1").is_file());
+    /// # std::fs::remove_dir_all(&dir).ok();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn write_block(
+        &self,
+        origin: &[u64],
+        shape: &[u64],
+        data: &[u8],
+        backend: Backend,
+    ) -> Result<retile_plan::Summary, StreamError> {
+        let elements = shape.iter().try_fold(1u64, |n, &e| n.checked_mul(e));
+        let bytes = elements.and_then(|n| n.checked_mul(self.spec.dtype().size() as u64));
+        if bytes != Some(data.len() as u64) {
+            return Err(StreamError::Invalid(format!(
+                "a block of shape {shape:?} is {} bytes; {} bytes were given",
+                bytes.map_or("too many".to_string(), |b| b.to_string()),
+                data.len()
+            )));
+        }
+        let mut stream = self.open_block(origin, shape, backend)?;
         stream.append(data)?;
         stream.finish()
     }
@@ -213,11 +295,30 @@ impl SlabJob {
         planes: u64,
         backend: Backend,
     ) -> Result<MultiscaleStream, StreamError> {
-        self.check_slab(first_plane, planes)?;
-        let spec = self.slab_spec()?;
-        let first_of = |k: usize| match self.halves_first {
-            true => first_plane >> k,
-            false => first_plane,
+        let mut shape = self.spec.shape().to_vec();
+        shape[0] = planes;
+        let mut origin = vec![0; shape.len()];
+        origin[0] = first_plane;
+        self.open_block(&origin, &shape, backend)
+    }
+
+    /// A task's stream of the box of shape `shape` at element `origin`,
+    /// for the task to append its planes to and finish; checked as
+    /// [`SlabJob::write_block`] says.
+    fn open_block(
+        &self,
+        origin: &[u64],
+        shape: &[u64],
+        backend: Backend,
+    ) -> Result<MultiscaleStream, StreamError> {
+        self.check_block(origin, shape)?;
+        let spec = self.block_spec(shape)?;
+        let origin_of = |k: usize| -> Vec<u64> {
+            origin
+                .iter()
+                .zip(&self.halved)
+                .map(|(&o, &h)| if h { o >> k.min(63) } else { o })
+                .collect()
         };
         let image = image_of(&self.output, &self.spec, &self.zarr)?;
         MultiscaleStream::new(spec, &self.fill, backend, &self.pyramid, |k, _| {
@@ -228,34 +329,58 @@ impl SlabJob {
                     ..self.zarr.clone()
                 },
             };
-            Ok(Box::new(ZarrSink::new(options).slab(first_of(k))))
+            Ok(Box::new(ZarrSink::new(options).block(origin_of(k))))
         })
     }
 
-    /// The stream of one slab: the array's, unbounded (a slab's levels are
-    /// counted from the whole array, not from the slab).
-    fn slab_spec(&self) -> Result<StreamSpec, StreamError> {
-        let mut shape = self.spec.shape().to_vec();
-        shape[0] = 0;
+    /// The stream of a block of shape `shape`: bounded without a pyramid
+    /// (so that a block of one epoch holds one epoch buffer), unbounded
+    /// with one (a slab's levels are counted from the whole array, not
+    /// from the slab).
+    fn block_spec(&self, shape: &[u64]) -> Result<StreamSpec, StreamError> {
+        let mut shape = shape.to_vec();
+        if self.levels.len() > 1 {
+            shape[0] = 0;
+        }
         StreamSpec::new(self.spec.dtype(), shape, self.spec.tile().to_vec())?
             .with_epoch_buffers(self.spec.epoch_buffers())
     }
 
-    /// Refuses a slab that does not start (and end, unless at the array's
-    /// end) at a multiple of [`SlabJob::slab_planes`], or goes beyond the
-    /// array.
-    fn check_slab(&self, first: u64, planes: u64) -> Result<(), StreamError> {
-        let (unit, total) = (self.slab_planes(), self.spec.shape()[0]);
-        let end = first.saturating_add(planes);
-        if planes == 0 || end > total {
+    /// Refuses a block that does not start (and end, unless at the
+    /// array's end) at a multiple of [`SlabJob::block_units`] along every
+    /// dimension, is empty, or goes beyond the array.
+    fn check_block(&self, origin: &[u64], shape: &[u64]) -> Result<(), StreamError> {
+        let (units, total) = (self.block_units(), self.spec.shape());
+        if origin.len() != total.len() || shape.len() != total.len() {
             return Err(StreamError::Invalid(format!(
-                "a slab of planes {first}..{end} is not a non-empty part of the array's {total} planes"
+                "a block of the array's {} dimensions has an origin and a shape of {} each, not {} and {}",
+                total.len(),
+                total.len(),
+                origin.len(),
+                shape.len()
             )));
         }
-        if !first.is_multiple_of(unit) || (!end.is_multiple_of(unit) && end != total) {
-            return Err(StreamError::Invalid(format!(
-                "a slab starts and ends at a multiple of {unit} planes (a row of shards of every level), or at the array's end ({total}); planes {first}..{end} do not"
-            )));
+        for d in 0..total.len() {
+            let (first, unit, whole) = (origin[d], units[d], total[d]);
+            let end = first.saturating_add(shape[d]);
+            let what = match d {
+                0 => "planes",
+                _ => "elements",
+            };
+            if shape[d] == 0 || end > whole {
+                return Err(StreamError::Invalid(format!(
+                    "a block of {what} {first}..{end} along dimension {d} is not a non-empty part of the array's {whole}"
+                )));
+            }
+            if !first.is_multiple_of(unit) || (!end.is_multiple_of(unit) && end != whole) {
+                let part = match d {
+                    0 => "a slab",
+                    _ => "a block",
+                };
+                return Err(StreamError::Invalid(format!(
+                    "{part} starts and ends at a multiple of {unit} {what} along dimension {d} (a row of shards of every level), or at the array's end ({whole}); {what} {first}..{end} do not"
+                )));
+            }
         }
         Ok(())
     }

@@ -140,6 +140,13 @@ impl PySlabJob {
         self.job.slab_planes()
     }
 
+    /// Blocks start (and end, but at the array's end) at multiples of
+    /// these many elements along each dimension.
+    #[getter]
+    fn block_units(&self) -> Vec<u64> {
+        self.job.block_units()
+    }
+
     /// The whole array's shape.
     #[getter]
     fn shape(&self) -> Vec<u64> {
@@ -214,28 +221,25 @@ impl PySlabJob {
         first_plane: u64,
         data: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let held = HeldBuffer::get(data)?;
-        if !held.is_c_contiguous() {
-            return Err(PyValueError::new_err(
-                "a slab is a C-contiguous buffer: pass numpy.ascontiguousarray(data)",
-            ));
-        }
-        let (addr, len, itemsize) = held.extent();
-        check_format(&held.format(), itemsize, self.job_dtype())?;
-        let backend = Backend::Cpu {
-            threads: self.threads,
-        };
-        let summary = py.allow_threads(move || {
-            let data: &[u8] = match len {
-                0 => &[],
-                // SAFETY: the buffer is held (and so kept alive and unresized) by `held`
-                // until after this closure returns; it is `len` readable bytes at `addr`.
-                _ => unsafe { std::slice::from_raw_parts(addr as *const u8, len) },
-            };
-            self.job.write_slab(first_plane, data, backend)
-        });
-        drop(held);
-        summary_dict(py, &summary.map_err(stream_err)?)
+        self.write_held(py, data, |job, bytes, backend| {
+            job.write_slab(first_plane, bytes, backend)
+        })
+    }
+
+    /// A task's work when the array is cut along more than its first
+    /// dimension: `data` (a C-contiguous buffer of the array's dtype) as
+    /// the box of shape `shape` at element `origin`, written with the GIL
+    /// released; returns the block's summary.
+    fn write_block<'py>(
+        &self,
+        py: Python<'py>,
+        origin: Vec<u64>,
+        shape: Vec<u64>,
+        data: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        self.write_held(py, data, |job, bytes, backend| {
+            job.write_block(&origin, &shape, bytes, backend)
+        })
     }
 
     /// A re-tiling task's work: planes `first_plane..first_plane+planes`
@@ -260,6 +264,43 @@ impl PySlabJob {
 }
 
 impl PySlabJob {
+    /// `write` run on the bytes of `data` (a C-contiguous buffer of the
+    /// array's dtype) with the GIL released; its summary as a dict.
+    fn write_held<'py>(
+        &self,
+        py: Python<'py>,
+        data: &Bound<'py, PyAny>,
+        write: impl FnOnce(
+                &SlabJob,
+                &[u8],
+                Backend,
+            ) -> Result<retile_stream::Summary, retile_stream::StreamError>
+            + Send,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let held = HeldBuffer::get(data)?;
+        if !held.is_c_contiguous() {
+            return Err(PyValueError::new_err(
+                "a slab or block is a C-contiguous buffer: pass numpy.ascontiguousarray(data)",
+            ));
+        }
+        let (addr, len, itemsize) = held.extent();
+        check_format(&held.format(), itemsize, self.job_dtype())?;
+        let backend = Backend::Cpu {
+            threads: self.threads,
+        };
+        let summary = py.allow_threads(move || {
+            let data: &[u8] = match len {
+                0 => &[],
+                // SAFETY: the buffer is held (and so kept alive and unresized) by `held`
+                // until after this closure returns; it is `len` readable bytes at `addr`.
+                _ => unsafe { std::slice::from_raw_parts(addr as *const u8, len) },
+            };
+            write(&self.job, data, backend)
+        });
+        drop(held);
+        summary_dict(py, &summary.map_err(stream_err)?)
+    }
+
     /// The array's element type.
     fn job_dtype(&self) -> retile_stream::DType {
         self.job.dtype()

@@ -1,5 +1,5 @@
-//! An output written in slabs, in any order, is the store one stream
-//! writes: the same files, the same metadata byte for byte, and every
+//! An output written in slabs, or in blocks cut along every dimension, in
+//! any order, is the store one stream writes: the same files, the same metadata byte for byte, and every
 //! level's elements equal as zarrs reads them (a shard's inner chunks may
 //! lie in another order: writers append them as they finish). Random
 //! arrays of rank 2 to 5, with and without shards, codecs and pyramids (the
@@ -141,6 +141,137 @@ proptest! {
             prop_assert!(read("slabs.zarr") == read("stream.zarr"), "level {} differs", k);
         }
     }
+}
+
+/// The elements of the box at `origin` of extents `extent` of the C-order
+/// array `data` of shape `shape`, `item` bytes each, in C order.
+fn boxed(data: &[u8], shape: &[u64], origin: &[u64], extent: &[u64], item: usize) -> Vec<u8> {
+    let rank = shape.len();
+    let count: u64 = extent.iter().product();
+    let mut out = Vec::with_capacity(count as usize * item);
+    for i in 0..count {
+        let (mut rest, mut at) = (i, 0u64);
+        let mut coords = vec![0u64; rank];
+        for d in (0..rank).rev() {
+            coords[d] = origin[d] + rest % extent[d];
+            rest /= extent[d];
+        }
+        for d in 0..rank {
+            at = at * shape[d] + coords[d];
+        }
+        out.extend_from_slice(&data[at as usize * item..(at as usize + 1) * item]);
+    }
+    out
+}
+
+/// Cuts `extent` into parts of whole `unit`s, each `per` units long (the
+/// last shorter): their starts and extents.
+fn cuts(extent: u64, unit: u64, per: u64) -> Vec<(u64, u64)> {
+    let step = unit * per.max(1);
+    (0..extent)
+        .step_by(step as usize)
+        .map(|s| (s, step.min(extent - s)))
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+    #[test]
+    fn blocks_in_any_order_write_the_store_one_stream_writes(c in case()) {
+        let c = Case { pyramid: None, ..c };
+        let dir = tempfile::tempdir().unwrap();
+        let backend = Backend::Cpu { threads: 1 };
+        let store = |name: &str| ZarrOptions { path: dir.path().join(name), ..Default::default() };
+        let count: u64 = c.shape.iter().product();
+        let data: Vec<u8> = (0..count).flat_map(|i| ((i * 7919 % 65521) as u16).to_ne_bytes()).collect();
+        let whole = options(&c).resolve(Some(store("stream.zarr")), backend).unwrap();
+        let mut stream = open_output(whole.spec.clone(), &whole.fill, backend, &whole.output).unwrap();
+        stream.append(&data).unwrap();
+        stream.finish().unwrap();
+        let job = SlabJob::new(options(&c).resolve(Some(store("blocks.zarr")), backend).unwrap()).unwrap();
+        let units = job.block_units();
+        // each dimension cut into parts of 1 to 3 units, as the case's bits say
+        let parts: Vec<Vec<(u64, u64)>> = (0..c.shape.len())
+            .map(|d| cuts(c.shape[d], units[d], 1 + (c.order >> (2 * d)) % 3))
+            .collect();
+        let mut blocks: Vec<Vec<(u64, u64)>> = vec![vec![]];
+        for dim in &parts {
+            blocks = blocks.iter().flat_map(|b| dim.iter().map(move |p| [b.clone(), vec![*p]].concat())).collect();
+        }
+        let n = blocks.len();
+        for i in 0..n {
+            blocks.swap(i, (c.order.wrapping_mul(i as u64 + 3) % n as u64) as usize);
+        }
+        let begun = job.begin().unwrap();
+        for block in &blocks {
+            let (origin, extent): (Vec<u64>, Vec<u64>) = block.iter().copied().unzip();
+            let bytes = boxed(&data, &c.shape, &origin, &extent, 2);
+            job.write_block(&origin, &extent, &bytes, backend).unwrap();
+        }
+        begun.finish().unwrap();
+        let (ours, theirs) = (files(&dir.path().join("blocks.zarr")), files(&dir.path().join("stream.zarr")));
+        prop_assert_eq!(ours.keys().collect::<Vec<_>>(), theirs.keys().collect::<Vec<_>>());
+        prop_assert!(ours["zarr.json"] == theirs["zarr.json"]);
+        let read = |name: &str| {
+            let source = ZarrSource::open(&dir.path().join(name), &Default::default()).unwrap();
+            source.read(0..source.shape()[0]).unwrap()
+        };
+        prop_assert!(read("blocks.zarr") == read("stream.zarr"), "{} blocks", n);
+    }
+}
+
+#[test]
+fn a_block_that_does_not_start_a_file_or_has_the_wrong_size_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = ArrayOptions {
+        shape: vec![8, 10, 6],
+        tile: vec![2, 2, 3],
+        dtype: "u8".into(),
+        shard: Some(vec![1, 2, 1]),
+        ..Default::default()
+    };
+    let store = ZarrOptions {
+        path: dir.path().join("a.zarr"),
+        ..Default::default()
+    };
+    let job = SlabJob::new(
+        options
+            .resolve(Some(store), Backend::Cpu { threads: 1 })
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(job.block_units(), vec![2, 4, 3]);
+    let begun = job.begin().unwrap();
+    let cpu = Backend::Cpu { threads: 1 };
+    let refused = |origin: &[u64], shape: &[u64], bytes: usize| {
+        job.write_block(origin, shape, &vec![0; bytes], cpu)
+            .unwrap_err()
+            .to_string()
+    };
+    let err = refused(&[0, 2, 0], &[2, 4, 3], 24);
+    assert!(
+        err.contains("multiple of 4 elements along dimension 1"),
+        "{err}"
+    );
+    // ends inside a file, not at the array's end
+    let err = refused(&[0, 0, 0], &[2, 4, 2], 16);
+    assert!(
+        err.contains("multiple of 3 elements along dimension 2"),
+        "{err}"
+    );
+    let err = refused(&[0, 8, 0], &[2, 4, 3], 24);
+    assert!(err.contains("non-empty part of the array's 10"), "{err}");
+    let err = refused(&[0, 0, 0], &[2, 4, 3], 23);
+    assert!(err.contains("is 24 bytes; 23 bytes were given"), "{err}");
+    let err = refused(&[0, 0], &[2, 4], 8);
+    assert!(err.contains("3 dimensions"), "{err}");
+    // the array's ragged end is a block's end
+    job.write_block(&[6, 8, 3], &[2, 2, 3], &[5; 12], cpu)
+        .unwrap();
+    drop(begun);
+    let source = ZarrSource::open(&dir.path().join("a.zarr"), &Default::default()).unwrap();
+    assert_eq!(source.shape(), [0, 10, 6]);
 }
 
 #[test]

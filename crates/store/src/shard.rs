@@ -106,11 +106,6 @@ impl ShardGrid {
         self.shape.iter().product::<u64>() as usize
     }
 
-    /// The grid of a stream whose row 0 is row `rows` of the array.
-    pub fn offset_rows(self, rows: u64) -> ShardGrid {
-        self.offset_files(0, rows)
-    }
-
     /// The grid of a stream whose files along dimension `dim` start at the
     /// array's file `files` there.
     pub fn offset_files(mut self, dim: usize, files: u64) -> ShardGrid {
@@ -238,7 +233,7 @@ mod tests {
         let slots: Vec<usize> = grid.members(3, 0).iter().map(|m| m.slot).collect();
         assert_eq!(slots, vec![10, 11, 14, 15]);
         assert_eq!(grid.key(5, 3), "c/5/1/1");
-        assert_eq!(grid.clone().offset_rows(7).key(5, 3), "c/12/1/1");
+        assert_eq!(grid.clone().offset_files(0, 7).key(5, 3), "c/12/1/1");
         assert_eq!(grid.clone().offset_files(2, 4).key(5, 3), "c/5/1/5");
     }
 

@@ -45,9 +45,10 @@ pub struct ZarrSink {
     /// Level 0 of an OME-Zarr image: the group and its `zarr.json` (without
     /// the user's attributes), which the user's attributes go in.
     image: Option<(Dest, serde_json::Value)>,
-    /// The first plane of the slab of the array this sink writes, when the
-    /// caller of its job writes the array's metadata ([`ZarrSink::slab`]).
-    slab: Option<u64>,
+    /// Where the block of the array this sink writes begins (elements
+    /// along each leading dimension; zero along the rest), when the caller
+    /// of its job writes the array's metadata ([`ZarrSink::block`]).
+    block: Option<Vec<u64>>,
 }
 
 /// An open store: the writer of its epochs and its writer threads.
@@ -109,7 +110,7 @@ impl ZarrSink {
             within: None,
             chain: None,
             image: None,
-            slab: None,
+            block: None,
         }
     }
 
@@ -205,8 +206,33 @@ impl ZarrSink {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn slab(self, first_plane: u64) -> ZarrSink {
+        self.block(vec![first_plane])
+    }
+
+    /// [`ZarrSink::slab`] generalised to a box of whole files: the
+    /// stream's element `[0, 0, ...]` is the array's element `origin`
+    /// (given for the leading dimensions, zero along the rest), and the
+    /// stream's shape below its first dimension is the box's. `origin` is
+    /// refused at [`Sink::begin`] unless each entry starts a file along its
+    /// dimension (a multiple of the tile's extent times the shard's).
+    ///
+    /// ```
+    /// use retile_plan::{DType, Epoch, Sink, StreamPlan, StreamSpec};
+    /// use retile_store::{ZarrOptions, ZarrSink};
+    /// let dir = tempfile::tempdir()?;
+    /// let options = ZarrOptions { path: dir.path().to_owned(), ..Default::default() };
+    /// // planes 4 and 5, columns 8..12, of an array in tiles of 2 x 4
+    /// let plan = StreamPlan::new(&StreamSpec::new(DType::U8, vec![0, 4], vec![2, 4])?)?;
+    /// let mut sink = ZarrSink::new(options).block(vec![4, 8]);
+    /// sink.begin(&plan, &[0])?;
+    /// sink.write_epoch(&Epoch { index: 0, planes: 2, tiles: &[1; 8], plan: &plan })?;
+    /// sink.finish(2)?;
+    /// assert!(dir.path().join("c/2/2").is_file() && !dir.path().join("c/2/0").exists());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn block(self, origin: Vec<u64>) -> ZarrSink {
         ZarrSink {
-            slab: Some(first_plane),
+            block: Some(origin),
             ..self
         }
     }
@@ -382,22 +408,34 @@ fn unclaimed(dest: Dest) -> Claim {
     })
 }
 
-/// The grid of a slab's sink whose first plane is `first_plane` of the
-/// array: its rows counted from the array's first; refused unless the
-/// slab starts a row of files.
-fn slab_grid(
-    grid: ShardGrid,
+/// The grid of a block's sink whose element `[0, 0, ...]` is the array's
+/// element `origin` (zero past its end): its files counted from the
+/// array's first; refused unless the block starts a file along every
+/// dimension.
+fn block_grid(
+    mut grid: ShardGrid,
     plan: &StreamPlan,
-    first_plane: u64,
+    origin: &[u64],
 ) -> Result<ShardGrid, StreamError> {
-    let row_planes = plan.spec().tile()[0].saturating_mul(grid.depth());
-    if !first_plane.is_multiple_of(row_planes) {
+    let tile = plan.spec().tile();
+    if origin.len() > tile.len() {
         return Err(StreamError::Invalid(format!(
-            "a slab of the array starts at a row of {}: plane {first_plane} is not a multiple of {row_planes} (the tile's first extent times the shard's)",
-            if grid.sharded() { "shards" } else { "chunks" }
+            "a block of the array starts at {origin:?}, {} coordinates for {} dimensions",
+            origin.len(),
+            tile.len()
         )));
     }
-    Ok(grid.offset_rows(first_plane / row_planes))
+    for (d, &at) in origin.iter().enumerate() {
+        let file = tile[d].saturating_mul(grid.shape()[d]);
+        if !at.is_multiple_of(file.max(1)) {
+            return Err(StreamError::Invalid(format!(
+                "a block of the array starts at a file of {}: element {at} of dimension {d} is not a multiple of {file} (the tile's extent times the shard's)",
+                if grid.sharded() { "shards" } else { "chunks" }
+            )));
+        }
+        grid = grid.offset_files(d, at / file.max(1));
+    }
+    Ok(grid)
 }
 
 /// The planes the array in `dest` claims, for a stream appending to it
@@ -502,7 +540,7 @@ impl ZarrSink {
         }
         let metadata = dest.clone();
         let claim: Claim = match &self.chain {
-            _ if self.slab.is_some() => unclaimed(metadata),
+            _ if self.block.is_some() => unclaimed(metadata),
             chain => {
                 claim(&mut array, &dest, user.as_mut(), claimed, sync_rows)?;
                 let own: Claim = Box::new(move |planes, claiming| {
@@ -559,8 +597,8 @@ impl Sink for ZarrSink {
     /// was made.
     fn begin(&mut self, plan: &StreamPlan, fill: &[u8]) -> Result<(), StreamError> {
         let checked = self.check(plan)?;
-        if let Some(first_plane) = self.slab {
-            let grid = slab_grid(checked.0, plan, first_plane)?;
+        if let Some(origin) = &self.block {
+            let grid = block_grid(checked.0, plan, origin)?;
             let dest = Dest::unlocked(&self.options.path, &self.options)?;
             return self.start(plan, fill, dest, (grid, checked.1));
         }
