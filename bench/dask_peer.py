@@ -7,7 +7,8 @@ shard), into the same file system:
 
 1. retile.dask.to_zarr vs dask.array.to_zarr into a zarr-python sharded
    array whose shards are retile's (the dask array rechunked to whole
-   shards first, as zarr-python needs);
+   shards first, as zarr-python needs), then both from the array held in
+   chunks of whole shards (neither moving data between workers);
 2. the same with a 4-level mean pyramid vs ome-zarr-py's write_image
    (method local_mean, 4 levels, the same chunks);
 3. retile.rechunk(client=) vs dask.array.from_zarr + rechunk + to_zarr
@@ -125,13 +126,32 @@ def compare(client):
     assert equal(peer_out, x), "dask's store differs"
     report("to_zarr vs dask.array.to_zarr (sharded)", ours, theirs)
 
+    # the same array held in chunks of whole shards: neither writer moves data between workers
+    aligned = x.rechunk(shard_shape).persist()
+    distributed.wait(aligned)
+    ours = best(lambda: retile.dask.to_zarr(aligned, out, tile=tile, shard=shard, codec=codec, overwrite=True))
+    assert equal(out, x), "retile's store differs"
+
+    def peer_aligned():
+        shutil.rmtree(peer_out, ignore_errors=True)
+        z = zarr.create_array(peer_out, shape=shape, chunks=tile, shards=shard_shape, dtype="uint16",
+                              compressors=zarr_codecs())
+        da.to_zarr(aligned, z)
+
+    theirs = best(peer_aligned)
+    assert equal(peer_out, x), "dask's store differs"
+    report("the same from chunks of whole shards", ours, theirs)
+    del aligned
+
     # the cluster's own part of either: the array's chunks gathered into
-    # slabs of whole shard rows, one per task, in the workers (nothing written)
-    row = tile[0] * shard[0]
-    gather = best(lambda: x.rechunk((row,) + shape[1:]).map_blocks(
-        lambda b: np.zeros((1, 1, 1), b.dtype), chunks=(1, 1, 1)).compute())
-    print(f"  the chunks gathered into slabs of shard rows alone (dask, nothing written): {gather:.2f} s "
-          f"({gb / gather:.2f} GB/s)", flush=True)
+    # retile's blocks of whole shards, one per task, in the workers (nothing
+    # written); dask's rechunk to whole shards gathers the same here
+    units = [t * s for t, s in zip(tile, shard)]
+    blocks, _ = retile.dask._blocks(x, units, sum(client.nthreads().values()))
+    gather = best(lambda: blocks.map_blocks(
+        lambda b: np.zeros((1,) * b.ndim, b.dtype), chunks=(1,) * blocks.ndim).compute())
+    print(f"  the chunks gathered into retile's {blocks.npartitions} blocks alone (dask, nothing written): "
+          f"{gather:.2f} s ({gb / gather:.2f} GB/s)", flush=True)
 
     out = fresh("retile-pyramid.zarr")
     ours = best(lambda: retile.dask.to_zarr(x, out, tile=tile, shard=shard, codec=codec, pyramid="mean",

@@ -109,6 +109,45 @@ def test_numpy_arrays_and_sliceable_objects_are_cut_up_by_retile(client, tmp_pat
     assert summary["slabs"] >= 2
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_an_array_of_one_shard_row_is_cut_along_its_other_dimensions(client, tmp_path, seed):
+    rng = np.random.default_rng(300 + seed)
+    rank = 2 + seed % 4
+    tile = [int(rng.integers(1, 4)) for _ in range(rank)]
+    shape = [int(rng.integers(1, tile[0] + 1))] + [int(rng.integers(2 * t + 1, 4 * t + 3)) for t in tile[1:]]
+    data = random_array(rng, shape, DTYPES[seed % len(DTYPES)])
+    chunks = tuple(int(rng.integers(1, n + 1)) for n in shape)
+    out = tmp_path / "a.zarr"
+    summary = retile.dask.to_zarr(da.from_array(data, chunks=chunks), str(out), tile=tile,
+                                  codec=["none", "blosc-zstd:1"][seed % 2])
+    assert summary["slabs"] >= 2, summary  # one slab, cut into blocks for the 2 workers
+    assert same(zarr.open_array(str(out), mode="r")[...], data), (seed, shape, tile)
+
+
+def test_a_dask_array_in_whole_shards_is_written_block_by_dask_block():
+    units = [4, 6, 10]
+    x = da.zeros((10, 12, 25), dtype="u1", chunks=((4, 4, 2), (6, 6), (10, 10, 5)))
+    y, bounds = retile.dask._blocks(x, units, parallelism=2)
+    assert y is x  # not rechunked: no data moves between workers
+    assert bounds[2] == [(0, 10), (10, 20), (20, 25)]
+    # chunks that cut a shard are realigned to planned blocks
+    z, bounds = retile.dask._blocks(x.rechunk((3, 12, 25)), units, parallelism=2)
+    assert z.chunks == ((8, 2), (12,), (25,)) and bounds[0] == [(0, 8), (8, 10)]
+
+
+@pytest.mark.parametrize("threads", [1, 3, 16, 64])
+def test_planned_blocks_cover_the_array_in_whole_units(threads):
+    shape, units = (5, 40, 33), (4, 8, 10)
+    bounds = retile.dask._block_bounds(shape, units, 2, threads)
+    for dim, n, unit in zip(bounds, shape, units):
+        assert dim[0][0] == 0 and dim[-1][1] == n
+        assert all(a % unit == 0 and a < b for a, b in dim)
+        assert all(b == c for (_, b), (c, _) in zip(dim, dim[1:]))
+    blocks = np.prod([len(d) for d in bounds])
+    # as many blocks as threads where the units allow (2 x 5 x 4 units in all)
+    assert blocks >= min(threads, 2 * 5 * 4)
+
+
 def pyramid_case(seed):
     rng = np.random.default_rng(100 + seed)
     rank = 2 + seed % 4

@@ -4,12 +4,16 @@ is active (a ``dask.distributed.Client``, or the local threaded one).
 ``to_zarr(x, output, tile=..., ...)`` writes ``x`` (a ``dask.array.Array``;
 a numpy array, or any object with ``shape``, ``dtype`` and slicing, is cut
 up by retile) as ``retile.Stream`` writes one array, with the same keyword
-arguments. The array is cut along its first dimension into slabs of whole
-shard rows (of every pyramid level: where a level halves the first
-dimension too, a slab is a multiple of ``2**(levels-1)`` rows), the dask
-array is realigned to those slabs whatever its chunks are, and each task
-streams its slab through retile's engine in its worker, the GIL released,
-writing every level's shards for it. The caller makes the store ready
+arguments. The array is cut into blocks of whole shards: along its first
+dimension into slabs of whole shard rows (of every pyramid level: where a
+level halves the first dimension too, a slab is a multiple of
+``2**(levels-1)`` rows), and, without a pyramid, along the next dimensions
+too where there would be fewer slabs than the scheduler's threads. A dask
+array whose chunks already start at shard boundaries is written block by
+dask block, with no data moved between workers; any other is realigned to
+the blocks whatever its chunks are. Each task streams its block through
+retile's engine in its worker, the GIL released, writing every level's
+shards for it. The caller makes the store ready
 (locking it) before any task runs and writes the metadata claiming the
 array only once every task has succeeded: until then, and after a failure,
 the store claims no plane. A task that fails, or runs again after its
@@ -125,15 +129,65 @@ def _slab_bounds(total: int, unit: int, unit_bytes: int, parallelism: int) -> li
     return [(start, min(start + step, total)) for start in range(0, total, step)]
 
 
-def _write_slab(output, options, store, first, block, hosts, tasks):
-    """A task: one slab written by retile in this worker (the GIL released),
-    with its fair share of the machine's cores where none was asked for."""
+def _even_bounds(extent: int, unit: int, pieces: int) -> list[tuple[int, int]]:
+    """At most ``pieces`` parts of whole units of ``unit`` covering ``extent``."""
+    units = max(1, math.ceil(extent / unit))
+    step = math.ceil(units / max(1, min(pieces, units))) * unit
+    return [(start, min(start + step, extent)) for start in range(0, extent, step)]
+
+
+def _block_bounds(shape, units, itemsize: int, parallelism: int) -> list[list[tuple[int, int]]]:
+    """The bounds of the blocks along each dimension: slabs along the first
+    (``_slab_bounds``), then the next dimensions cut into whole units until
+    there are as many blocks as threads (or the units allow no more)."""
+    plane_bytes = math.prod(shape[1:]) * itemsize
+    bounds = [_slab_bounds(shape[0], units[0], units[0] * plane_bytes, parallelism)]
+    for extent, unit in zip(shape[1:], units[1:]):
+        blocks = math.prod(len(b) for b in bounds)
+        bounds.append(_even_bounds(extent, unit, math.ceil(parallelism / blocks)))
+    return bounds
+
+
+def _chunk_bounds(chunks) -> list[list[tuple[int, int]]]:
+    """The bounds of a dask array's chunks along each dimension."""
+    out = []
+    for sizes in chunks:
+        starts = np.cumsum((0,) + tuple(sizes))
+        out.append([(int(a), int(b)) for a, b in zip(starts[:-1], starts[1:])])
+    return out
+
+
+def _on_units(bounds, units) -> bool:
+    """Whether every block starts at a multiple of its dimension's unit."""
+    return all(start % unit == 0 for dim, unit in zip(bounds, units) for start, _ in dim)
+
+
+def _blocks(x, units, parallelism):
+    """``x`` as a dask array of blocks of whole units, and its blocks'
+    bounds: a dask array's own chunks where they start at the units and are
+    at least as many as planned (so no data moves between workers), the
+    planned blocks otherwise."""
+    shape = tuple(int(n) for n in x.shape)
+    planned = _block_bounds(shape, units, np.dtype(x.dtype).itemsize, parallelism)
+    if isinstance(x, da.Array):
+        own = _chunk_bounds(x.chunks)
+        if _on_units(own, units) and math.prod(map(len, own)) >= math.prod(map(len, planned)):
+            return x, own
+    chunks = tuple(tuple(end - start for start, end in dim) for dim in planned)
+    x = x.rechunk(chunks) if isinstance(x, da.Array) else da.from_array(x, chunks=chunks)
+    return x, planned
+
+
+def _write_block(output, options, store, origin, shape, block, hosts, tasks):
+    """A task: one block written by retile in this worker (the GIL
+    released), with its fair share of the machine's cores where none was
+    asked for."""
     share = _fair_share(hosts, tasks) if store["threads"] == 0 else 0
     if share:
         store = dict(store, threads=share)
         options = dict(options, writers=options.get("writers") or share)
     job = _SlabJob(output, options, **store)
-    return job.write_slab(first, np.ascontiguousarray(block))
+    return job.write_block(list(origin), list(shape), np.ascontiguousarray(block))
 
 
 def _combined(summaries, job, seconds):
@@ -205,10 +259,11 @@ def to_zarr(x, output, *, tile, overwrite=False, threads=0, allow_http=False,
     dtype=x.dtype, tile=tile, **array)`` would write it (``shard``,
     ``codec``, ``fill``, ``pyramid``, ``levels``, ``downsample``, ``ngff``,
     ``dim_names``, ``dim_types``, ``units``, ``scale``, ``attributes``, ...
-    mean what they mean there); returns the summary (planes, bytes, slabs,
-    stored bytes, files, seconds, each level's shape and bytes).
+    mean what they mean there); returns the summary (planes, bytes, slabs:
+    the blocks written, one a task; stored bytes, files, seconds, each
+    level's shape and bytes).
 
-    ``threads`` tiles each slab with that many threads (0: on a
+    ``threads`` tiles each block with that many threads (0: on a
     ``distributed`` cluster, the cores of its machine shared by the tasks
     that run there at once, for tiling and, unless ``writers`` says
     otherwise, for writing; every core with the local scheduler); ``retries``: how often a failed task is run again on a
@@ -230,18 +285,16 @@ def to_zarr(x, output, *, tile, overwrite=False, threads=0, allow_http=False,
                  s3_config=s3_config)
     job = _SlabJob(output, options, overwrite=overwrite, **store)
     client = _client()
-    plane_bytes = math.prod(shape[1:]) * np.dtype(x.dtype).itemsize
-    bounds = _slab_bounds(shape[0], job.slab_planes, job.slab_planes * plane_bytes,
-                          _parallelism(client))
-    chunks = (tuple(end - start for start, end in bounds),) + tuple((n,) for n in shape[1:])
-    if isinstance(x, da.Array):
-        x = x.rechunk(chunks)
-    else:
-        x = da.from_array(x, chunks=chunks)
-    write = dask.delayed(_write_slab, pure=False)
+    x, bounds = _blocks(x, job.block_units, _parallelism(client))
+    write = dask.delayed(_write_block, pure=False)
     hosts = _task_threads(client)
-    tasks = [write(output, options, store, start, block, hosts, len(bounds))
-             for (start, _), block in zip(bounds, x.to_delayed().ravel())]
+    delayed = x.to_delayed()
+    tasks = []
+    for index in np.ndindex(*delayed.shape):
+        box = [bounds[d][k] for d, k in enumerate(index)]
+        origin, extent = [a for a, _ in box], [b - a for a, b in box]
+        tasks.append(write(output, options, store, origin, extent, delayed[index], hosts,
+                           delayed.size))
     return _run(job, tasks, client, retries)
 
 
