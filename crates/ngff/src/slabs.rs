@@ -1,16 +1,17 @@
 //! One output written by the tasks of a job at once (a Dask cluster's):
 //! the array is cut along its first dimension into slabs of whole rows of
 //! files (of every level's files, where the first dimension is halved too),
-//! each slab streamed by one task into the shards of its rows, and the
-//! metadata written by the job's caller alone ([`SlabJob::begin`] before
-//! any slab, [`JobStore::finish`] once every slab is written), so that the
-//! store never claims a plane that a task has not finished.
+//! and, without a pyramid, along the other dimensions too into blocks of
+//! whole files; each slab or block is streamed by one task into its files,
+//! and the metadata written by the job's caller alone ([`SlabJob::begin`]
+//! before any task, [`JobStore::finish`] once every task is done), so that
+//! the store never claims a plane that a task has not finished.
 //!
 //! The caller holds the store's lock for the whole job; the tasks write
 //! into the store it made ready without taking the lock (they are part of
-//! the caller's job, and their slabs' files are disjoint). A task writes
-//! every file of its slab whole, so a task that fails or is run again
-//! leaves, once it succeeds, the same files.
+//! the caller's job, and their files are disjoint). A task writes every
+//! file of its block whole, so a task that fails or is run again leaves,
+//! once it succeeds, the same files.
 
 use retile_plan::{Sink, StreamError, StreamPlan, StreamSpec};
 use retile_pyramid::{Backend, MultiscaleStream, PyramidOptions};
