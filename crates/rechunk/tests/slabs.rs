@@ -221,6 +221,16 @@ proptest! {
     }
 }
 
+/// The job of writing `options` at `dir/a.zarr`, in slabs or blocks.
+fn job_at(dir: &Path, options: ArrayOptions) -> SlabJob {
+    let store = ZarrOptions {
+        path: dir.join("a.zarr"),
+        ..Default::default()
+    };
+    let resolved = options.resolve(Some(store), Backend::Cpu { threads: 1 });
+    SlabJob::new(resolved.unwrap()).unwrap()
+}
+
 #[test]
 fn a_block_that_does_not_start_a_file_or_has_the_wrong_size_is_refused() {
     let dir = tempfile::tempdir().unwrap();
@@ -231,16 +241,7 @@ fn a_block_that_does_not_start_a_file_or_has_the_wrong_size_is_refused() {
         shard: Some(vec![1, 2, 1]),
         ..Default::default()
     };
-    let store = ZarrOptions {
-        path: dir.path().join("a.zarr"),
-        ..Default::default()
-    };
-    let job = SlabJob::new(
-        options
-            .resolve(Some(store), Backend::Cpu { threads: 1 })
-            .unwrap(),
-    )
-    .unwrap();
+    let job = job_at(dir.path(), options);
     assert_eq!(job.block_units(), vec![2, 4, 3]);
     let begun = job.begin().unwrap();
     let cpu = Backend::Cpu { threads: 1 };
@@ -287,16 +288,7 @@ fn a_slab_that_does_not_start_a_row_of_every_level_is_refused() {
         downsample: Some(vec![true, true]),
         ..Default::default()
     };
-    let store = ZarrOptions {
-        path: dir.path().join("a.zarr"),
-        ..Default::default()
-    };
-    let job = SlabJob::new(
-        options
-            .resolve(Some(store), Backend::Cpu { threads: 1 })
-            .unwrap(),
-    )
-    .unwrap();
+    let job = job_at(dir.path(), options);
     assert_eq!(job.slab_planes(), 16);
     let begun = job.begin().unwrap();
     let err = job
