@@ -203,6 +203,25 @@ def test_slabs_are_aligned_to_every_level_when_the_first_dimension_is_halved(tmp
     assert not (tmp_path / "j.zarr" / ".retile.lock").exists()
 
 
+def test_blocks_that_cut_a_shard_or_miss_their_shape_are_refused(tmp_path):
+    job = retile._retile._SlabJob(str(tmp_path / "b.zarr"), dict(
+        shape=[8, 10, 6], tile=[2, 2, 3], dtype="uint8", shard=[1, 2, 1]))
+    assert job.block_units == [2, 4, 3]
+    job.begin()
+    with pytest.raises(ValueError, match="multiple of 4 elements along dimension 1"):
+        job.write_block([0, 2, 0], [2, 4, 3], np.zeros((2, 4, 3), np.uint8))
+    with pytest.raises(ValueError, match="is 24 bytes; 12 bytes were given"):
+        job.write_block([0, 0, 0], [2, 4, 3], np.zeros((2, 2, 3), np.uint8))
+    with pytest.raises(ValueError, match="C-contiguous"):
+        job.write_block([0, 0, 0], [2, 4, 3], np.zeros((2, 4, 6), np.uint8)[:, :, ::2])
+    with pytest.raises(ValueError):
+        job.write_block([0, 0, 0], [2, 4, 3], np.zeros((2, 4, 3), np.uint16))
+    job.write_block([6, 8, 3], [2, 2, 3], np.full((2, 2, 3), 5, np.uint8))  # the ragged end
+    job.finish()
+    got = zarr.open_array(str(tmp_path / "b.zarr"), mode="r")[...]
+    assert (got[6:, 8:, 3:] == 5).all() and (got[:6] == 0).all()
+
+
 def boom(block, fail):
     if fail:
         raise RuntimeError("this slab fails on purpose")
