@@ -449,5 +449,16 @@ def test_the_peer_benchmark_runs_small_and_reads_every_store_back(tmp_path):
                          env=env, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     lines = out.stdout.splitlines()
-    assert sum("ratio" in line for line in lines) == 3, out.stdout
+    assert sum("ratio" in line for line in lines) == 4, out.stdout
     assert sum(line.startswith("scaling:") for line in lines) == 2, out.stdout
+
+
+def test_the_codec_ceiling_benchmark_runs_small(tmp_path):
+    script = os.path.join(os.path.dirname(__file__), "..", "..", "..", "bench", "dask_codec_ceiling.py")
+    env = dict(os.environ, PLANES="16", SIZE="256", TILE="8,64,64", SHARD="1,2,2", WORKERS="2")
+    out = subprocess.run([sys.executable, script, str(tmp_path / "bench")], capture_output=True, text=True,
+                         env=env, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    rows = [line for line in out.stdout.splitlines() if "of the codec alone" in line]
+    assert len(rows) == 4, out.stdout
+
