@@ -1,8 +1,8 @@
 //! One output written by the tasks of a job at once (a Dask cluster's):
 //! the array is cut along its first dimension into slabs of whole rows of
 //! files (of every level's files, where the first dimension is halved too),
-//! and, without a pyramid, along the other dimensions too into blocks of
-//! whole files; each slab or block is streamed by one task into its files,
+//! and along the other dimensions too into blocks of whole files of every
+//! level; each slab or block is streamed by one task into its files,
 //! and the metadata written by the job's caller alone ([`SlabJob::begin`]
 //! before any task, [`JobStore::finish`] once every task is done), so that
 //! the store never claims a plane that a task has not finished.
@@ -109,10 +109,8 @@ impl SlabJob {
 
     /// The elements a block starts at a multiple of, along each dimension:
     /// a file (the tile's extent times the shard's), times `2^(levels-1)`
-    /// where the levels halve the dimension. A pyramid's blocks are slabs
-    /// (their unit below the first dimension is the array's extent): a
-    /// level of a narrow block at the array's edge would halve nothing.
-    ///
+    /// where the levels halve the dimension, so that the block is whole
+    /// files of every level.
     /// ```
     /// use retile_ngff::{ArrayOptions, SlabJob};
     /// use retile_pyramid::Backend;
@@ -126,19 +124,36 @@ impl SlabJob {
     /// ```
     pub fn block_units(&self) -> Vec<u64> {
         let shard = self.zarr.shard.as_deref();
-        let pyramid = self.levels.len() > 1;
         (0..self.spec.shape().len())
             .map(|d| {
                 let file = self.spec.tile()[d]
                     .saturating_mul(shard.and_then(|s| s.get(d).copied()).unwrap_or(1));
-                match (d, self.halved[d]) {
-                    (0, true) => file.saturating_mul(1 << (self.levels.len() - 1).min(62)),
-                    (0, false) => file,
-                    _ if pyramid => self.spec.shape()[d].max(1),
-                    _ => file,
+                match self.halved[d] {
+                    true => file.saturating_mul(1 << (self.levels.len() - 1).min(62)),
+                    false => file,
                 }
             })
             .collect()
+    }
+
+    /// Whether the levels halve each dimension (none without a pyramid). A
+    /// block of a pyramid is at least a unit (or the array's extent) wide
+    /// along a halved dimension below the first.
+    ///
+    /// ```
+    /// use retile_ngff::{ArrayOptions, SlabJob};
+    /// use retile_pyramid::Backend;
+    /// use retile_store::ZarrOptions;
+    /// let options = ArrayOptions { shape: vec![6, 10], tile: vec![2, 4], dtype: "u8".into(),
+    ///                              pyramid: Some("mean".into()), levels: Some(2), ..Default::default() };
+    /// let store = ZarrOptions { path: std::env::temp_dir().join("retile-halved-doc"), ..Default::default() };
+    /// let job = SlabJob::new(options.resolve(Some(store), Backend::Cpu { threads: 1 })?)?;
+    /// assert_eq!(job.halved(), &[false, true]);
+    /// assert_eq!(job.block_units(), vec![2, 8]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn halved(&self) -> &[bool] {
+        &self.halved
     }
 
     /// The array's element type.
@@ -374,12 +389,21 @@ impl SlabJob {
                 )));
             }
             if !first.is_multiple_of(unit) || (!end.is_multiple_of(unit) && end != whole) {
-                let part = match d {
-                    0 => "a slab",
-                    _ => "a block",
+                let (part, files) = match d {
+                    0 => ("a slab", "a row of shards"),
+                    _ => ("a block", "a shard"),
                 };
                 return Err(StreamError::Invalid(format!(
-                    "{part} starts and ends at a multiple of {unit} {what} along dimension {d} (a row of shards of every level), or at the array's end ({whole}); {what} {first}..{end} do not"
+                    "{part} starts and ends at a multiple of {unit} {what} along dimension {d} ({files} of every level), or at the array's end ({whole}); {what} {first}..{end} do not"
+                )));
+            }
+            // a block narrower than a unit along a halved dimension could
+            // reach an extent of 1 before the last level, which halves nothing
+            if d > 0 && self.halved[d] && shape[d] < unit.min(whole) {
+                return Err(StreamError::Invalid(format!(
+                    "a block of a pyramid is at least {} elements along dimension {d}, which its levels halve; {} were given",
+                    unit.min(whole),
+                    shape[d]
                 )));
             }
         }

@@ -147,6 +147,14 @@ impl PySlabJob {
         self.job.block_units()
     }
 
+    /// Whether the levels halve each dimension (a block of a pyramid is at
+    /// least a unit, or the array's extent, wide along a halved dimension
+    /// below the first).
+    #[getter]
+    fn halved(&self) -> Vec<bool> {
+        self.job.halved().to_vec()
+    }
+
     /// The whole array's shape.
     #[getter]
     fn shape(&self) -> Vec<u64> {

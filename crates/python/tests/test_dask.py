@@ -144,8 +144,10 @@ def test_planned_blocks_cover_the_array_in_whole_units(threads):
         assert all(a % unit == 0 and a < b for a, b in dim)
         assert all(b == c for (_, b), (c, _) in zip(dim, dim[1:]))
     blocks = np.prod([len(d) for d in bounds])
-    # as many blocks as threads where the units allow (2 x 5 x 4 units in all)
-    assert blocks >= min(threads, 2 * 5 * 4)
+    # as many blocks as threads where the units allow (2 x 5 x 3: the 3
+    # elements past the last whole unit of 10 join the block before them)
+    assert blocks >= min(threads, 2 * 5 * 3)
+    assert all(b - a >= unit for dim, unit in zip(bounds[1:], units[1:]) for a, b in dim)
 
 
 def pyramid_case(seed):
@@ -188,6 +190,30 @@ def test_pyramids_equal_numpy_and_are_valid_ngff(client, tmp_path, seed):
     Image.from_zarr(group)
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_a_pyramid_of_one_shard_row_is_cut_along_its_other_dimensions(client, tmp_path, seed):
+    from ome_zarr_models.v05.image import Image
+    rng = np.random.default_rng(400 + seed)
+    rank = 3 + seed % 3
+    tile = [int(rng.integers(1, 4)) for _ in range(rank)]
+    halved = [False] + [True] * (rank - 1)
+    if rank == 5:
+        halved[1] = False
+    # one slab, and 2 to 3 units of 2 (levels = 2) tiles along the halved dimensions
+    shape = [tile[0]] + [int(rng.integers(4 * t, 6 * t + 2)) if h else int(rng.integers(1, 4))
+                         for t, h in zip(tile[1:], halved[1:])]
+    data = random_array(rng, shape, DTYPES[seed % len(DTYPES)])
+    out = tmp_path / "p.zarr"
+    summary = retile.dask.to_zarr(da.from_array(data, chunks=tuple(max(1, n // 3) for n in shape)), str(out),
+                                  tile=tile, pyramid="mean", levels=2, downsample=halved)
+    assert summary["slabs"] >= 2, summary
+    group = zarr.open_group(str(out), mode="r")
+    assert same(group["0"][...], data)
+    want = halve(data, halved, "mean")
+    assert same(group["1"][...], want), (seed, shape, tile)
+    Image.from_zarr(group)
+
+
 def test_slabs_are_aligned_to_every_level_when_the_first_dimension_is_halved(tmp_path):
     job = retile._retile._SlabJob(str(tmp_path / "j.zarr"), dict(
         shape=[100, 8, 8], tile=[2, 8, 8], dtype="uint8", shard=[3, 1, 1], pyramid="mean",
@@ -197,6 +223,7 @@ def test_slabs_are_aligned_to_every_level_when_the_first_dimension_is_halved(tmp
     job.begin()
     with pytest.raises(ValueError, match="multiple of 48 planes"):
         job.write_slab(24, np.zeros((24, 8, 8), np.uint8))
+    assert job.halved == [True, True, True] and job.block_units == [48, 64, 64]
     job.close()
     # closed unfinished: the store claims nothing and is unlocked
     assert zarr.open_group(str(tmp_path / "j.zarr"), mode="r")["0"].shape == (0, 8, 8)

@@ -164,14 +164,20 @@ fn boxed(data: &[u8], shape: &[u64], origin: &[u64], extent: &[u64], item: usize
     out
 }
 
-/// Cuts `extent` into parts of whole `unit`s, each `per` units long (the
-/// last shorter): their starts and extents.
-fn cuts(extent: u64, unit: u64, per: u64) -> Vec<(u64, u64)> {
+/// Cuts `extent` into parts of whole `unit`s, each `per` units long, the
+/// last shorter but, where `whole_units` (a pyramid's halved dimension),
+/// merged into the one before when it is less than a unit.
+fn cuts(extent: u64, unit: u64, per: u64, whole_units: bool) -> Vec<(u64, u64)> {
     let step = unit * per.max(1);
-    (0..extent)
+    let mut parts: Vec<(u64, u64)> = (0..extent)
         .step_by(step as usize)
         .map(|s| (s, step.min(extent - s)))
-        .collect()
+        .collect();
+    if whole_units && parts.len() > 1 && parts[parts.len() - 1].1 < unit {
+        let (_, last) = parts.pop().unwrap();
+        parts.last_mut().unwrap().1 += last;
+    }
+    parts
 }
 
 proptest! {
@@ -179,21 +185,25 @@ proptest! {
 
     #[test]
     fn blocks_in_any_order_write_the_store_one_stream_writes(c in case()) {
-        let c = Case { pyramid: None, ..c };
         let dir = tempfile::tempdir().unwrap();
         let backend = Backend::Cpu { threads: 1 };
         let store = |name: &str| ZarrOptions { path: dir.path().join(name), ..Default::default() };
         let count: u64 = c.shape.iter().product();
         let data: Vec<u8> = (0..count).flat_map(|i| ((i * 7919 % 65521) as u16).to_ne_bytes()).collect();
-        let whole = options(&c).resolve(Some(store("stream.zarr")), backend).unwrap();
-        let mut stream = open_output(whole.spec.clone(), &whole.fill, backend, &whole.output).unwrap();
+        let whole = match options(&c).resolve(Some(store("stream.zarr")), backend) {
+            Ok(whole) => whole,
+            Err(e) => return Err(TestCaseError::reject(e.to_string())),
+        };
+        let Ok(mut stream) = open_output(whole.spec.clone(), &whole.fill, backend, &whole.output) else {
+            return Err(TestCaseError::reject("a pyramid the extents cannot make"));
+        };
         stream.append(&data).unwrap();
         stream.finish().unwrap();
         let job = SlabJob::new(options(&c).resolve(Some(store("blocks.zarr")), backend).unwrap()).unwrap();
         let units = job.block_units();
         // each dimension cut into parts of 1 to 3 units, as the case's bits say
         let parts: Vec<Vec<(u64, u64)>> = (0..c.shape.len())
-            .map(|d| cuts(c.shape[d], units[d], 1 + (c.order >> (2 * d)) % 3))
+            .map(|d| cuts(c.shape[d], units[d], 1 + (c.order >> (2 * d)) % 3, c.pyramid.is_some() && d > 0))
             .collect();
         let mut blocks: Vec<Vec<(u64, u64)>> = vec![vec![]];
         for dim in &parts {
@@ -212,12 +222,20 @@ proptest! {
         begun.finish().unwrap();
         let (ours, theirs) = (files(&dir.path().join("blocks.zarr")), files(&dir.path().join("stream.zarr")));
         prop_assert_eq!(ours.keys().collect::<Vec<_>>(), theirs.keys().collect::<Vec<_>>());
-        prop_assert!(ours["zarr.json"] == theirs["zarr.json"]);
-        let read = |name: &str| {
-            let source = ZarrSource::open(&dir.path().join(name), &Default::default()).unwrap();
-            source.read(0..source.shape()[0]).unwrap()
-        };
-        prop_assert!(read("blocks.zarr") == read("stream.zarr"), "{} blocks", n);
+        for (name, bytes) in ours.iter().filter(|(name, _)| name.ends_with("zarr.json")) {
+            prop_assert!(bytes == &theirs[name], "{} differs", name);
+        }
+        for k in 0..job.level_shapes().len() {
+            let level = |name: &str| match c.pyramid {
+                Some(_) => dir.path().join(name).join(k.to_string()),
+                None => dir.path().join(name),
+            };
+            let read = |name: &str| {
+                let source = ZarrSource::open(&level(name), &Default::default()).unwrap();
+                source.read(0..source.shape()[0]).unwrap()
+            };
+            prop_assert!(read("blocks.zarr") == read("stream.zarr"), "level {} differs, {} blocks", k, n);
+        }
     }
 }
 
@@ -290,6 +308,7 @@ fn a_slab_that_does_not_start_a_row_of_every_level_is_refused() {
     };
     let job = job_at(dir.path(), options);
     assert_eq!(job.slab_planes(), 16);
+    assert_eq!(job.block_units(), vec![16, 16]);
     let begun = job.begin().unwrap();
     let err = job
         .write_slab(8, &[0; 32], Backend::Cpu { threads: 1 })
@@ -306,4 +325,34 @@ fn a_slab_that_does_not_start_a_row_of_every_level_is_refused() {
     let level0 = ZarrSource::open(&dir.path().join("a.zarr/0"), &Default::default()).unwrap();
     assert_eq!(level0.shape(), [0, 4]);
     assert!(!dir.path().join("a.zarr/.retile.lock").exists());
+}
+
+#[test]
+fn a_pyramids_block_narrower_than_a_unit_along_a_halved_dimension_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = ArrayOptions {
+        shape: vec![4, 36],
+        tile: vec![2, 4],
+        dtype: "u8".into(),
+        pyramid: Some("mean".into()),
+        levels: Some(2),
+        downsample: Some(vec![false, true]),
+        ..Default::default()
+    };
+    let job = job_at(dir.path(), options);
+    assert_eq!(job.halved(), &[false, true]);
+    assert_eq!(job.block_units(), vec![2, 8]);
+    let begun = job.begin().unwrap();
+    let cpu = Backend::Cpu { threads: 1 };
+    let err = job
+        .write_block(&[0, 32], &[2, 4], &[0; 8], cpu)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("at least 8 elements along dimension 1"),
+        "{err}"
+    );
+    // the last whole unit and the rest together make the array's edge block
+    job.write_block(&[0, 24], &[2, 12], &[3; 24], cpu).unwrap();
+    drop(begun);
 }

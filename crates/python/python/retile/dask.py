@@ -7,8 +7,9 @@ up by retile) as ``retile.Stream`` writes one array, with the same keyword
 arguments. The array is cut into blocks of whole shards: along its first
 dimension into slabs of whole shard rows (of every pyramid level: where a
 level halves the first dimension too, a slab is a multiple of
-``2**(levels-1)`` rows), and, without a pyramid, along the next dimensions
-too where there would be fewer slabs than the scheduler's threads. A dask
+``2**(levels-1)`` rows), and along the next dimensions too, into whole
+shards of every level, where there would be fewer slabs than the
+scheduler's threads. A dask
 array whose chunks already start at shard boundaries is written block by
 dask block, with no data moved between workers; any other is realigned to
 the blocks whatever its chunks are. Each task streams its block through
@@ -130,10 +131,14 @@ def _slab_bounds(total: int, unit: int, unit_bytes: int, parallelism: int) -> li
 
 
 def _even_bounds(extent: int, unit: int, pieces: int) -> list[tuple[int, int]]:
-    """At most ``pieces`` parts of whole units of ``unit`` covering ``extent``."""
+    """At most ``pieces`` parts of whole units of ``unit`` covering ``extent``
+    (the last the rest, merged into the one before when less than a unit)."""
     units = max(1, math.ceil(extent / unit))
     step = math.ceil(units / max(1, min(pieces, units))) * unit
-    return [(start, min(start + step, extent)) for start in range(0, extent, step)]
+    bounds = [(start, min(start + step, extent)) for start in range(0, extent, step)]
+    if len(bounds) > 1 and bounds[-1][1] - bounds[-1][0] < unit:
+        bounds[-2:] = [(bounds[-2][0], extent)]
+    return bounds
 
 
 def _block_bounds(shape, units, itemsize: int, parallelism: int) -> list[list[tuple[int, int]]]:
@@ -157,21 +162,29 @@ def _chunk_bounds(chunks) -> list[list[tuple[int, int]]]:
     return out
 
 
-def _on_units(bounds, units) -> bool:
-    """Whether every block starts at a multiple of its dimension's unit."""
-    return all(start % unit == 0 for dim, unit in zip(bounds, units) for start, _ in dim)
+def _on_units(bounds, units, halved, shape) -> bool:
+    """Whether every block starts at a multiple of its dimension's unit and,
+    along a halved dimension below the first, is at least a unit (or the
+    whole extent) wide, as a pyramid's blocks must be."""
+    for d, (dim, unit) in enumerate(zip(bounds, units)):
+        narrowest = min(unit, shape[d]) if d and halved[d] else 1
+        if any(start % unit or end - start < narrowest for start, end in dim):
+            return False
+    return True
 
 
-def _blocks(x, units, parallelism):
+def _blocks(x, units, parallelism, halved=None):
     """``x`` as a dask array of blocks of whole units, and its blocks'
-    bounds: a dask array's own chunks where they start at the units and are
-    at least as many as planned (so no data moves between workers), the
-    planned blocks otherwise."""
+    bounds: a dask array's own chunks where they start at the units (wide
+    enough along the dimensions ``halved``) and are at least as many as
+    planned (so no data moves between workers), the planned blocks
+    otherwise."""
     shape = tuple(int(n) for n in x.shape)
+    halved = halved or [False] * len(shape)
     planned = _block_bounds(shape, units, np.dtype(x.dtype).itemsize, parallelism)
     if isinstance(x, da.Array):
         own = _chunk_bounds(x.chunks)
-        if _on_units(own, units) and math.prod(map(len, own)) >= math.prod(map(len, planned)):
+        if _on_units(own, units, halved, shape) and math.prod(map(len, own)) >= math.prod(map(len, planned)):
             return x, own
     chunks = tuple(tuple(end - start for start, end in dim) for dim in planned)
     x = x.rechunk(chunks) if isinstance(x, da.Array) else da.from_array(x, chunks=chunks)
@@ -285,7 +298,7 @@ def to_zarr(x, output, *, tile, overwrite=False, threads=0, allow_http=False,
                  s3_config=s3_config)
     job = _SlabJob(output, options, overwrite=overwrite, **store)
     client = _client()
-    x, bounds = _blocks(x, job.block_units, _parallelism(client))
+    x, bounds = _blocks(x, job.block_units, _parallelism(client), job.halved)
     write = dask.delayed(_write_block, pure=False)
     hosts = _task_threads(client)
     delayed = x.to_delayed()
