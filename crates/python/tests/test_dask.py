@@ -469,23 +469,22 @@ def test_rechunk_of_a_named_array_into_a_pyramid_names_it_by_its_axes(tmp_path):
     assert same(group["0"][...], data) and same(group["1"][...], halve(data, [False, True, True], "mean"))
 
 
-def test_the_peer_benchmark_runs_small_and_reads_every_store_back(tmp_path):
-    script = os.path.join(os.path.dirname(__file__), "..", "..", "..", "bench", "dask_peer.py")
-    env = dict(os.environ, PLANES="16", SIZE="256", TILE="8,64,64", SHARD="1,2,2", WORKERS="1,2")
-    out = subprocess.run([sys.executable, script, str(tmp_path / "bench")], capture_output=True, text=True,
+def run_small(script, tmp_path, **env):
+    """A bench/ script run small (16 frames of 256 x 256) on this machine: its output."""
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "..", "bench", script)
+    env = dict(os.environ, PLANES="16", SIZE="256", TILE="8,64,64", SHARD="1,2,2", **env)
+    out = subprocess.run([sys.executable, path, str(tmp_path / "bench")], capture_output=True, text=True,
                          env=env, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
-    lines = out.stdout.splitlines()
-    assert sum("ratio" in line for line in lines) == 4, out.stdout
-    assert sum(line.startswith("scaling:") for line in lines) == 2, out.stdout
+    return out.stdout
+
+
+def test_the_peer_benchmark_runs_small_and_reads_every_store_back(tmp_path):
+    lines = run_small("dask_peer.py", tmp_path, WORKERS="1,2").splitlines()
+    assert sum("ratio" in line for line in lines) == 4, lines
+    assert sum(line.startswith("scaling:") for line in lines) == 2, lines
 
 
 def test_the_codec_ceiling_benchmark_runs_small(tmp_path):
-    script = os.path.join(os.path.dirname(__file__), "..", "..", "..", "bench", "dask_codec_ceiling.py")
-    env = dict(os.environ, PLANES="16", SIZE="256", TILE="8,64,64", SHARD="1,2,2", WORKERS="2")
-    out = subprocess.run([sys.executable, script, str(tmp_path / "bench")], capture_output=True, text=True,
-                         env=env, timeout=300)
-    assert out.returncode == 0, out.stderr[-3000:]
-    rows = [line for line in out.stdout.splitlines() if "of the codec alone" in line]
-    assert len(rows) == 4, out.stdout
-
+    lines = run_small("dask_codec_ceiling.py", tmp_path, WORKERS="2").splitlines()
+    assert sum("of the codec alone" in line for line in lines) == 4, lines

@@ -32,6 +32,37 @@ fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
     out
 }
 
+/// Whether the store `name` under `dir` is the one stream's
+/// (`stream.zarr`): the same files, the same metadata byte for byte, and
+/// each of the `levels` levels' elements equal as zarrs reads them.
+fn same_store(dir: &Path, name: &str, c: &Case, levels: usize) -> Result<(), TestCaseError> {
+    let (ours, theirs) = (files(&dir.join(name)), files(&dir.join("stream.zarr")));
+    prop_assert_eq!(
+        ours.keys().collect::<Vec<_>>(),
+        theirs.keys().collect::<Vec<_>>()
+    );
+    for (file, bytes) in ours.iter().filter(|(file, _)| file.ends_with("zarr.json")) {
+        prop_assert!(bytes == &theirs[file], "{} differs", file);
+    }
+    for k in 0..levels {
+        let read = |store: &str| {
+            let level = match c.pyramid {
+                Some(_) => dir.join(store).join(k.to_string()),
+                None => dir.join(store),
+            };
+            let source = ZarrSource::open(&level, &Default::default()).unwrap();
+            source.read(0..source.shape()[0]).unwrap()
+        };
+        prop_assert!(
+            read(name) == read("stream.zarr"),
+            "level {} of {} differs",
+            k,
+            name
+        );
+    }
+    Ok(())
+}
+
 #[derive(Debug, Clone)]
 struct Case {
     shape: Vec<u64>,
@@ -124,22 +155,7 @@ proptest! {
             job.write_slab(first, &data[first as usize * bytes..end as usize * bytes], backend).unwrap();
         }
         begun.finish().unwrap();
-        let (ours, theirs) = (files(&dir.path().join("slabs.zarr")), files(&dir.path().join("stream.zarr")));
-        prop_assert_eq!(ours.keys().collect::<Vec<_>>(), theirs.keys().collect::<Vec<_>>());
-        for (name, bytes) in ours.iter().filter(|(name, _)| name.ends_with("zarr.json")) {
-            prop_assert!(bytes == &theirs[name], "{} differs", name);
-        }
-        for k in 0..job.level_shapes().len() {
-            let level = |name: &str| match c.pyramid {
-                Some(_) => dir.path().join(name).join(k.to_string()),
-                None => dir.path().join(name),
-            };
-            let read = |name: &str| {
-                let source = ZarrSource::open(&level(name), &Default::default()).unwrap();
-                source.read(0..source.shape()[0]).unwrap()
-            };
-            prop_assert!(read("slabs.zarr") == read("stream.zarr"), "level {} differs", k);
-        }
+        same_store(dir.path(), "slabs.zarr", &c, job.level_shapes().len())?;
     }
 }
 
@@ -220,22 +236,7 @@ proptest! {
             job.write_block(&origin, &extent, &bytes, backend).unwrap();
         }
         begun.finish().unwrap();
-        let (ours, theirs) = (files(&dir.path().join("blocks.zarr")), files(&dir.path().join("stream.zarr")));
-        prop_assert_eq!(ours.keys().collect::<Vec<_>>(), theirs.keys().collect::<Vec<_>>());
-        for (name, bytes) in ours.iter().filter(|(name, _)| name.ends_with("zarr.json")) {
-            prop_assert!(bytes == &theirs[name], "{} differs", name);
-        }
-        for k in 0..job.level_shapes().len() {
-            let level = |name: &str| match c.pyramid {
-                Some(_) => dir.path().join(name).join(k.to_string()),
-                None => dir.path().join(name),
-            };
-            let read = |name: &str| {
-                let source = ZarrSource::open(&level(name), &Default::default()).unwrap();
-                source.read(0..source.shape()[0]).unwrap()
-            };
-            prop_assert!(read("blocks.zarr") == read("stream.zarr"), "level {} differs, {} blocks", k, n);
-        }
+        same_store(dir.path(), "blocks.zarr", &c, job.level_shapes().len())?;
     }
 }
 
