@@ -111,6 +111,7 @@ impl SlabJob {
     /// a file (the tile's extent times the shard's), times `2^(levels-1)`
     /// where the levels halve the dimension, so that the block is whole
     /// files of every level.
+    ///
     /// ```
     /// use retile_ngff::{ArrayOptions, SlabJob};
     /// use retile_pyramid::Backend;
