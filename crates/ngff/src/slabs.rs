@@ -249,10 +249,7 @@ impl SlabJob {
                 data.len()
             )));
         }
-        let mut shape = self.spec.shape().to_vec();
-        shape[0] = data.len() as u64 / plane;
-        let mut origin = vec![0; shape.len()];
-        origin[0] = first_plane;
+        let (origin, shape) = self.slab_box(first_plane, data.len() as u64 / plane);
         self.write_block(&origin, &shape, data, backend)
     }
 
@@ -312,11 +309,18 @@ impl SlabJob {
         planes: u64,
         backend: Backend,
     ) -> Result<MultiscaleStream, StreamError> {
+        let (origin, shape) = self.slab_box(first_plane, planes);
+        self.open_block(&origin, &shape, backend)
+    }
+
+    /// The block of `planes` whole planes from `first_plane` on: its
+    /// origin and shape.
+    fn slab_box(&self, first_plane: u64, planes: u64) -> (Vec<u64>, Vec<u64>) {
         let mut shape = self.spec.shape().to_vec();
         shape[0] = planes;
         let mut origin = vec![0; shape.len()];
         origin[0] = first_plane;
-        self.open_block(&origin, &shape, backend)
+        (origin, shape)
     }
 
     /// A task's stream of the box of shape `shape` at element `origin`,
