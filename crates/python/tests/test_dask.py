@@ -73,6 +73,18 @@ def test_random_arrays_on_the_cluster_read_back_equal(client, tmp_path, seed):
     assert not (out / ".retile.lock").exists()
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_one_dimensional_arrays_on_the_cluster_read_back_equal(client, tmp_path, seed):
+    rng = np.random.default_rng(500 + seed)
+    data = random_array(rng, [int(rng.integers(1, 3000))], DTYPES[seed % len(DTYPES)])
+    tile, shard = int(rng.integers(1, 64)), [None, [int(rng.integers(1, 5))]][seed % 2]
+    out = tmp_path / "a.zarr"
+    summary = retile.dask.to_zarr(da.from_array(data, chunks=int(rng.integers(1, 400))), str(out), tile=(tile,),
+                                  shard=shard, codec=["none", "blosc-lz4:1"][seed % 2])
+    assert summary["planes"] == data.shape[0] and summary["bytes"] == data.nbytes
+    assert same(zarr.open_array(str(out), mode="r")[...], data), (seed, tile, shard)
+
+
 @pytest.mark.parametrize("seed", range(16, 28))
 def test_random_arrays_on_the_threaded_scheduler_read_back_equal(tmp_path, seed):
     data, chunks, tile, shard, codec = case(seed)
