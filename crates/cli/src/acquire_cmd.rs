@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use retile_stream::{Acquisition, AcquisitionSettings, S3Options, Summary, ZarrOptions};
 
 use crate::error::CliError;
-use crate::input::{Buffer, Cut, Giver, Input, InputError, InputFile, Next};
+use crate::input::{Buffer, Cut, Giver, Input, InputError, InputFile, Next, Pages};
 use crate::print::say;
 use crate::signals::{interrupted, second_interrupt, stop_on_interrupt};
 
@@ -155,13 +155,14 @@ pub fn stream(
         ..Default::default()
     })?;
     say(format_args!("{}", acquisition.budget()))?;
+    let pages = Pages::for_store(Some(&settings.output));
     let (send, receive) = sync_channel(2 * opened.len());
     let mut arrays = Vec::with_capacity(opened.len());
     for (at, (key, file)) in opened.into_iter().enumerate() {
         let plane = acquisition.plane_bytes(Some(&key))?.max(1);
         let giver = spawn_reader(
             at,
-            file.read(Cut::WholePlanes(plane))?,
+            file.read(Cut::WholePlanes(plane), pages)?,
             plane as usize,
             send.clone(),
         )?;
@@ -292,7 +293,7 @@ mod tests {
         let mut file = tempfile::NamedTempFile::new().unwrap();
         std::io::Write::write_all(&mut file, &data).unwrap();
         let path = file.path().to_str().unwrap();
-        let input = Input::open(path, Cut::WholePlanes(plane as u64)).unwrap();
+        let input = Input::open(path, Cut::WholePlanes(plane as u64), Pages::InPlace).unwrap();
         let (send, receive) = sync_channel(2);
         let giver = spawn_reader(3, input, plane, send).unwrap();
         let (mut read, mut pieces) = (Vec::new(), 0);

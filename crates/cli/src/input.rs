@@ -1,26 +1,38 @@
 //! Where `retile stream` takes its bytes from, and how fast.
 //!
-//! A regular file is read by several threads with `pread` at their own
-//! offsets into a small ring of large buffers (huge pages where the kernel
-//! gives them), handed to the stream whole and in order: no page of the
-//! input is faulted in one at a time, and a file cut short while it is read
-//! is a short read, reported as an error, never a `SIGBUS`. A pipe (or any
-//! other stream) is read by one thread that hands on whatever it has as
-//! soon as the pipe is momentarily empty, so that a slow producer's planes
-//! are tiled (and claimed) as they arrive, while a fast one fills whole
-//! buffers. Without an input, the synthetic pattern is made here.
+//! A regular file is read by several threads, each taking the next piece
+//! of the file in turn, into a small ring of pieces handed to the stream
+//! whole and in order. Where the kernel grants retile a read lease on the
+//! file (it owns the file and no program has it open for writing), a piece
+//! is the file's own cached pages, mapped and faulted in by the reader
+//! thread ahead of the tiler: the stream tiles straight from the page cache
+//! and the input costs no copy (on 2 cores that copy took a fifth of a
+//! blosc-lz4 stream's CPU). While the lease is held no program can
+//! truncate or rewrite the file without the kernel first asking retile to
+//! let go; retile then stops mapping, releases the lease once no mapped
+//! piece is left and reads the rest with `pread`, so a file cut short while
+//! it is read is a short read, reported as an error, never a `SIGBUS`.
+//! Without a lease every piece is read with `pread` into buffers of the
+//! ring (huge pages where the kernel gives them): no page of the input is
+//! faulted in one at a time either way. A pipe (or any other stream) is
+//! read by one thread that hands on whatever it has as soon as the pipe is
+//! momentarily empty, so that a slow producer's planes are tiled (and
+//! claimed) as they arrive, while a fast one fills whole buffers. Without
+//! an input, the synthetic pattern is made here.
 
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{self, Read};
 use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::fs::FileExt;
+use std::path::Path;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use retile_stream::StorePath;
 use thiserror::Error;
 
 /// Bytes of one input buffer about: every append hands the stream one buffer.
@@ -70,6 +82,31 @@ impl Cut {
                 ((BUFFER_BYTES as u64).div_ceil(p) * p) as usize
             }
             _ => BUFFER_BYTES,
+        }
+    }
+}
+
+/// Whether a leased file's pieces may be read from its own mapped pages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pages {
+    /// Mapped in place where the kernel leases the file: no copy.
+    InPlace,
+    /// Always copied with `pread`: for a stream that may stall longer
+    /// than the kernel waits for a lease to be let go
+    /// (`/proc/sys/fs/lease-break-time`, 45 s by default), after which
+    /// another program could truncate the file under a mapped piece.
+    Copied,
+}
+
+impl Pages {
+    /// How a stream into the store at `store` (none: measured only)
+    /// reads its input: in place, but copied into object storage, whose
+    /// requests are retried for minutes (and whose streams are bound by
+    /// the network, not by a copy).
+    pub fn for_store(store: Option<&Path>) -> Pages {
+        match store.map(StorePath::classify) {
+            Some(Ok(StorePath::S3 { .. })) => Pages::Copied,
+            _ => Pages::InPlace,
         }
     }
 }
@@ -134,15 +171,28 @@ pub enum InputError {
     Reader(String),
 }
 
-/// Bytes of input in memory of its own: anonymous pages mapped at a
+/// Bytes of input: either memory of its own, anonymous pages mapped at a
 /// huge-page boundary and advised to be huge pages (fewer TLB misses for
-/// the tiler reading them), zero until written. `len` bytes are input.
+/// the tiler reading them), zero until written; or a piece of a leased
+/// input file, its cached pages mapped read-only in place. `len` bytes are
+/// input.
 pub struct Buffer {
     map: NonNull<u8>,
     mapped: usize,
     data: NonNull<u8>,
     capacity: usize,
     len: usize,
+    /// Where the pages are the input file's own: the file, and the ring's
+    /// buffer this piece stands in for.
+    file: Option<FilePages>,
+}
+
+/// What a piece mapped from the input file holds besides its pages.
+struct FilePages {
+    /// The file, whose lease may be let go once no piece is mapped.
+    file: Arc<LeasedFile>,
+    /// The ring's buffer, handed back in this piece's place.
+    ring: Box<Buffer>,
 }
 
 // SAFETY: a Buffer owns its mapping exclusively; nothing else points into it.
@@ -185,7 +235,73 @@ impl Buffer {
                 .ok_or_else(|| InputError::Reader("has a null buffer".into()))?,
             capacity,
             len: 0,
+            file: None,
         })
+    }
+
+    /// `len > 0` bytes of `file` from `offset` on, its pages mapped
+    /// read-only and faulted in now, standing in for the ring's buffer
+    /// `ring`; `file` must hold its lease for the piece ([`LeasedFile::begin_map`])
+    /// and cover `offset + len`. On failure the ring's buffer comes back.
+    fn map(
+        file: &Arc<LeasedFile>,
+        offset: u64,
+        len: usize,
+        ring: Buffer,
+    ) -> Result<Buffer, Buffer> {
+        // SAFETY: sysconf has no preconditions.
+        let page = u64::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
+        let skip = offset % page;
+        let (Ok(at), Ok(mapped)) = (
+            libc::off_t::try_from(offset - skip),
+            usize::try_from(skip).map(|s| s + len),
+        ) else {
+            return Err(ring);
+        };
+        // SAFETY: a read-only shared mapping of a file we hold open, with
+        // no address hint, of a range the file covers (its lease keeps it
+        // from shrinking); checked against MAP_FAILED before use.
+        let map = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                mapped,
+                libc::PROT_READ,
+                libc::MAP_SHARED | libc::MAP_POPULATE,
+                file.file.as_raw_fd(),
+                at,
+            )
+        };
+        let Some(map) = NonNull::new(map.cast::<u8>()).filter(|_| map != libc::MAP_FAILED) else {
+            return Err(ring);
+        };
+        // SAFETY: `skip < page <= mapped`, so the data starts in the mapping.
+        let data = unsafe { NonNull::new_unchecked(map.as_ptr().add(skip as usize)) };
+        Ok(Buffer {
+            map,
+            mapped,
+            data,
+            capacity: len,
+            len,
+            file: Some(FilePages {
+                file: file.clone(),
+                ring: Box::new(ring),
+            }),
+        })
+    }
+
+    /// The ring's buffer this is, empty: a mapped piece's pages are
+    /// unmapped (and its file told) and the buffer it stood in for returned.
+    fn into_ring(mut self) -> Buffer {
+        let mut ring = match self.file.take() {
+            None => self,
+            Some(pages) => {
+                drop(self);
+                pages.file.unmapped();
+                *pages.ring
+            }
+        };
+        ring.len = 0;
+        ring
     }
 
     /// The input bytes.
@@ -214,8 +330,11 @@ impl Buffer {
 
 impl Drop for Buffer {
     fn drop(&mut self) {
-        // SAFETY: unmaps exactly the mapping made in `new`, which nothing uses any more.
+        // SAFETY: unmaps exactly the mapping made in `new` or `map`, which nothing uses any more.
         unsafe { libc::munmap(self.map.as_ptr().cast(), self.mapped) };
+        if let Some(pages) = &self.file {
+            pages.file.unmapped();
+        }
     }
 }
 
@@ -270,6 +389,9 @@ struct Readers {
     next: u64,
     /// What ended the input, returned after the last piece.
     ended: Option<End>,
+    /// The regular file read, where it is one.
+    #[cfg(test)]
+    file: Option<Arc<LeasedFile>>,
 }
 
 /// An input opened but not yet read: the file at a path, or stdin,
@@ -306,12 +428,13 @@ impl InputFile {
         Ok(InputFile { file, name })
     }
 
-    /// Starts reading it, handed on in pieces cut as `cut` says.
-    pub fn read(self, cut: Cut) -> Result<Input, InputError> {
+    /// Starts reading it, handed on in pieces cut as `cut` says, read
+    /// as `pages` says.
+    pub fn read(self, cut: Cut, pages: Pages) -> Result<Input, InputError> {
         let piece = cut.piece_bytes();
         let regular = self.file.metadata().is_ok_and(|m| m.is_file());
         let readers = match regular {
-            true => Readers::file(self.file, self.name, file_reader_threads(), piece)?,
+            true => Readers::file(self.file, self.name, file_reader_threads(), piece, pages)?,
             false => Readers::stream(self.file, piece)?,
         };
         Ok(Input {
@@ -329,9 +452,9 @@ pub struct Giver {
 
 impl Giver {
     /// Returns a piece's buffer to be filled again (dropped where its
-    /// input makes its own, or has stopped reading).
-    pub fn give_back(&self, mut buffer: Buffer) {
-        buffer.len = 0;
+    /// input makes its own, or has stopped reading). A piece mapped from
+    /// the file is unmapped by the reader thread that takes it, not here.
+    pub fn give_back(&self, buffer: Buffer) {
         if let Some(free) = &self.free {
             drop(free.send(buffer));
         }
@@ -340,9 +463,9 @@ impl Giver {
 
 impl Input {
     /// The file at `path`, or stdin for `-`, handed on in pieces cut as
-    /// `cut` says.
-    pub fn open(path: &str, cut: Cut) -> Result<Input, InputError> {
-        InputFile::open(path)?.read(cut)
+    /// `cut` says, read as `pages` says.
+    pub fn open(path: &str, cut: Cut, pages: Pages) -> Result<Input, InputError> {
+        InputFile::open(path)?.read(cut, pages)
     }
 
     /// `total` elements of `esize` bytes, element `i` holding `i` (little
@@ -430,9 +553,11 @@ fn pattern<const N: usize>(out: &mut [u8], start: u64) {
 /// The free buffers, shared by the reader threads.
 type FreeRing = Arc<Mutex<Receiver<Buffer>>>;
 
-/// Waits for a free buffer; `None` once the input is dropped.
+/// Waits for a free buffer, empty (a piece mapped from the file is
+/// unmapped now, off the stream's thread); `None` once the input is dropped.
 fn free_buffer(free: &FreeRing) -> Option<Buffer> {
-    free.lock().ok()?.recv().ok()
+    let buffer = free.lock().ok()?.recv().ok()?;
+    Some(buffer.into_ring())
 }
 
 impl Readers {
@@ -453,6 +578,8 @@ impl Readers {
             early: BTreeMap::new(),
             next: 0,
             ended: None,
+            #[cfg(test)]
+            file: None,
         };
         Ok((readers, Arc::new(Mutex::new(free_rx)), filled_tx))
     }
@@ -462,15 +589,28 @@ impl Readers {
     /// current offset (stdin may be a file someone has read from already)
     /// to its end; three buffers more than threads, fewer (at least three)
     /// where that would hold more than [`RING_BYTES`].
-    fn file(file: File, name: String, threads: usize, piece: usize) -> Result<Readers, InputError> {
+    fn file(
+        file: File,
+        name: String,
+        threads: usize,
+        piece: usize,
+        pages: Pages,
+    ) -> Result<Readers, InputError> {
         let buffers = (RING_BYTES / piece).clamp(3, threads + 3);
-        let (readers, free, filled) = Readers::ring(buffers, piece)?;
+        #[allow(unused_mut)] // its file is kept only for the tests
+        let (mut readers, free, filled) = Readers::ring(buffers, piece)?;
         // SAFETY: lseek on a descriptor we own; -1 is checked.
         let start = unsafe { libc::lseek(file.as_raw_fd(), 0, libc::SEEK_CUR) };
         let start = u64::try_from(start).unwrap_or(0);
-        let opened = file.metadata().map(|m| m.len()).unwrap_or(0);
         // SAFETY: advice on a descriptor we own; failure only loses read-ahead.
         unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_SEQUENTIAL) };
+        let file = Arc::new(LeasedFile::new(file, pages));
+        // measured once leased, so that a leased file is at least this long
+        let opened = file.file.metadata().map(|m| m.len()).unwrap_or(0);
+        #[cfg(test)]
+        {
+            readers.file = Some(file.clone());
+        }
         let shared = Arc::new(FileShared {
             file,
             name,
@@ -555,7 +695,7 @@ fn spawn(name: String, job: impl FnOnce() + Send + 'static) -> Result<(), InputE
 
 /// A regular file read by several threads.
 struct FileShared {
-    file: File,
+    file: Arc<LeasedFile>,
     name: String,
     /// The offset reading begins at.
     start: u64,
@@ -574,12 +714,36 @@ impl FileShared {
     /// until the file ends or the input is dropped.
     fn read_chunks(&self, free: &FreeRing, filled: &Sender<Chunk>) {
         while !self.ended.load(Ordering::Acquire) {
-            let Some(mut buffer) = free_buffer(free) else {
+            let Some(buffer) = free_buffer(free) else {
                 return;
             };
             let seq = self.claimed.fetch_add(1, Ordering::AcqRel);
             let offset = self.start + seq * self.piece;
-            let end = match read_at(&self.file, &mut buffer, offset) {
+            let left = self.opened.saturating_sub(offset).min(self.piece);
+            let mut buffer = match self.map(offset, left, buffer) {
+                Err(ring) => ring,
+                Ok(piece) => {
+                    let end = match offset + left >= self.opened {
+                        true => End::Eof,
+                        false => End::More,
+                    };
+                    if !matches!(end, End::More) {
+                        self.ended.store(true, Ordering::Release);
+                    }
+                    if filled
+                        .send(Chunk {
+                            seq,
+                            buffer: piece,
+                            end,
+                        })
+                        .is_err()
+                    {
+                        return;
+                    }
+                    continue;
+                }
+            };
+            let end = match read_at(&self.file.file, &mut buffer, offset) {
                 Err(source) => End::Failed(InputError::Read { offset, source }),
                 Ok(()) if buffer.is_full() => End::More,
                 Ok(()) if offset + (buffer.len as u64) < self.opened => {
@@ -599,6 +763,145 @@ impl FileShared {
             }
         }
     }
+}
+
+impl FileShared {
+    /// The `len` bytes of the file at `offset` mapped in place of the
+    /// ring's `buffer`, where the file's lease allows; the buffer back
+    /// where it does not, or the mapping failed (then no more are mapped).
+    fn map(&self, offset: u64, len: u64, buffer: Buffer) -> Result<Buffer, Buffer> {
+        let Some(len) = usize::try_from(len).ok().filter(|&n| n > 0) else {
+            return Err(buffer);
+        };
+        if !self.file.begin_map() {
+            return Err(buffer);
+        }
+        Buffer::map(&self.file, offset, len, buffer).inspect_err(|_| {
+            self.file.unmapped();
+            self.file.stop_mapping();
+        })
+    }
+}
+
+/// The input file, and a read lease on it where the kernel grants one:
+/// while held, another program that opens the file to write, or truncates
+/// it, waits (up to `/proc/sys/fs/lease-break-time`) until retile lets go,
+/// so pieces of it may be read from its mapped pages without a `SIGBUS`.
+struct LeasedFile {
+    file: File,
+    lease: Mutex<Lease>,
+}
+
+/// Where a [`LeasedFile`]'s lease stands.
+#[derive(Default)]
+struct Lease {
+    /// The lease is held.
+    held: bool,
+    /// No more pieces are mapped: the kernel asked for the lease back, or
+    /// a mapping failed; it is let go once `mapped` is 0.
+    ending: bool,
+    /// Pieces mapped and not yet unmapped.
+    mapped: usize,
+}
+
+impl LeasedFile {
+    /// `file`, leased where its pages are to be read in place and the
+    /// kernel allows (a file opened read-only, owned by this user, open
+    /// nowhere for writing, leases enabled).
+    fn new(file: File, pages: Pages) -> LeasedFile {
+        let held = pages == Pages::InPlace && take_read_lease(&file);
+        LeasedFile {
+            file,
+            lease: Mutex::new(Lease {
+                held,
+                ..Lease::default()
+            }),
+        }
+    }
+
+    /// Whether a piece may be mapped now; if so it counts as mapped until
+    /// [`LeasedFile::unmapped`].
+    fn begin_map(&self) -> bool {
+        let Ok(mut lease) = self.lease.lock() else {
+            return false;
+        };
+        self.notice_break(&mut lease);
+        if lease.ending || !lease.held {
+            self.let_go_when_idle(&mut lease);
+            return false;
+        }
+        lease.mapped += 1;
+        true
+    }
+
+    /// A mapped piece was unmapped.
+    fn unmapped(&self) {
+        if let Ok(mut lease) = self.lease.lock() {
+            lease.mapped = lease.mapped.saturating_sub(1);
+            self.notice_break(&mut lease);
+            self.let_go_when_idle(&mut lease);
+        }
+    }
+
+    /// Maps no more pieces (a mapping failed): the rest is read.
+    fn stop_mapping(&self) {
+        if let Ok(mut lease) = self.lease.lock() {
+            lease.ending = true;
+            self.let_go_when_idle(&mut lease);
+        }
+    }
+
+    /// Whether the file may be mapped at all (its lease is held).
+    #[cfg(test)]
+    fn leased(&self) -> bool {
+        self.lease.lock().is_ok_and(|l| l.held)
+    }
+
+    /// Marks the lease ending where the kernel asks for it back (it then
+    /// reports the type it is breaking to, no longer a read lease).
+    fn notice_break(&self, lease: &mut Lease) {
+        if lease.held && !lease.ending {
+            // SAFETY: fcntl on a descriptor we own.
+            let kind = unsafe { libc::fcntl(self.file.as_raw_fd(), libc::F_GETLEASE) };
+            lease.ending = kind != libc::F_RDLCK;
+        }
+    }
+
+    /// Lets the lease go once it is ending and no piece is mapped, so that
+    /// the program waiting for it goes on (and this file is read from then on).
+    fn let_go_when_idle(&self, lease: &mut Lease) {
+        if lease.held && lease.ending && lease.mapped == 0 {
+            // SAFETY: fcntl on a descriptor we own.
+            unsafe { libc::fcntl(self.file.as_raw_fd(), libc::F_SETLEASE, libc::F_UNLCK) };
+            lease.held = false;
+        }
+    }
+}
+
+/// Takes a read lease on `file`, without the signal the kernel sends when
+/// it asks for the lease back (SIGIO, which ends a process by default: it
+/// is ignored where nothing handles it, and the file's owner is cleared so
+/// that none is sent); `false` where the kernel refuses one.
+fn take_read_lease(file: &File) -> bool {
+    let fd = file.as_raw_fd();
+    // SAFETY: reads SIGIO's disposition into a zeroed sigaction, and sets
+    // it to ignore only where it is the default (nothing else handles it).
+    unsafe {
+        let mut now: libc::sigaction = std::mem::zeroed();
+        if libc::sigaction(libc::SIGIO, std::ptr::null(), &mut now) != 0
+            || now.sa_sigaction != libc::SIG_DFL && now.sa_sigaction != libc::SIG_IGN
+        {
+            return false;
+        }
+        libc::signal(libc::SIGIO, libc::SIG_IGN);
+    }
+    // SAFETY: fcntl on a descriptor we own.
+    let leased = unsafe { libc::fcntl(fd, libc::F_SETLEASE, libc::F_RDLCK) } == 0;
+    if leased {
+        // SAFETY: as above; an owner of 0 sends no signal.
+        unsafe { libc::fcntl(fd, libc::F_SETOWN, 0) };
+    }
+    leased
 }
 
 /// Fills `buffer` from `offset` on, short only at the end of the file.
@@ -684,13 +987,180 @@ mod tests {
         (0..n).map(|i| (i % 251) as u8 ^ (i >> 16) as u8).collect()
     }
 
+    /// Reads `data` from a file open for writing too, which the kernel
+    /// leases to nobody: every piece is read with `pread`.
     fn readers_over(data: &[u8], threads: usize, piece: usize) -> Input {
         let mut file = tempfile::tempfile().unwrap();
         std::io::Write::write_all(&mut file, data).unwrap();
         // reading begins where the file stands, as stdin's does
         std::io::Seek::rewind(&mut file).unwrap();
-        Input {
-            source: Source::Readers(Readers::file(file, "test".into(), threads, piece).unwrap()),
+        let input = Input {
+            source: Source::Readers(
+                Readers::file(file, "test".into(), threads, piece, Pages::InPlace).unwrap(),
+            ),
+        };
+        assert!(!leased(&input));
+        input
+    }
+
+    /// Reads `data` from a file written, closed and opened again read-only,
+    /// which the kernel leases: its pieces are its mapped pages. The file
+    /// is returned too, to be changed while it is read.
+    fn leased_readers_over(
+        data: &[u8],
+        threads: usize,
+        piece: usize,
+    ) -> (Input, tempfile::TempPath) {
+        let path = tempfile::NamedTempFile::new().unwrap().into_temp_path();
+        std::fs::write(&path, data).unwrap();
+        let file = File::open(&path).unwrap();
+        let input = Input {
+            source: Source::Readers(
+                Readers::file(file, "test".into(), threads, piece, Pages::InPlace).unwrap(),
+            ),
+        };
+        assert!(
+            leased(&input) || data.is_empty(),
+            "the kernel leased no file (is /proc/sys/fs/leases-enable 0?)"
+        );
+        (input, path)
+    }
+
+    /// Whether the input's file is leased, so that its pieces are mapped.
+    fn leased(input: &Input) -> bool {
+        match &input.source {
+            Source::Readers(r) => r.file.as_ref().is_some_and(|f| f.leased()),
+            Source::Synthetic { .. } => false,
+        }
+    }
+
+    /// Drains `input`, saying whether each piece was the file's mapped pages.
+    fn drain_noting_mapped(input: &mut Input) -> (Vec<u8>, Vec<bool>, Option<InputError>) {
+        let (mut all, mut mapped) = (Vec::new(), Vec::new());
+        loop {
+            match input.next(|| false) {
+                Ok(Next::Piece(piece)) => {
+                    all.extend_from_slice(piece.bytes());
+                    mapped.push(piece.file.is_some());
+                    input.give_back(piece);
+                }
+                Ok(Next::End | Next::Stopped) => return (all, mapped, None),
+                Err(e) => return (all, mapped, Some(e)),
+            }
+        }
+    }
+
+    #[test]
+    fn a_leased_file_is_handed_on_whole_and_in_order_from_its_own_pages() {
+        for (len, threads, piece) in [
+            (1, 2, BUFFER_BYTES),
+            (4096, 2, 4096),
+            (3 * BUFFER_BYTES + 12345, 4, BUFFER_BYTES),
+            (2 * BUFFER_BYTES - 1, 1, BUFFER_BYTES),
+            // pieces that start inside a page
+            (
+                5 * 3_000_000 + 7,
+                3,
+                Cut::WholePlanes(3_000_000).piece_bytes(),
+            ),
+            (100_003, 2, 1_000),
+        ] {
+            let data = bytes(len);
+            let (mut input, _path) = leased_readers_over(&data, threads, piece);
+            let (read, mapped, error) = drain_noting_mapped(&mut input);
+            assert!(error.is_none(), "{len} bytes: {error:?}");
+            assert!(
+                read == data,
+                "{len} bytes over {threads} threads in {piece}-byte pieces"
+            );
+            assert!(
+                mapped.iter().all(|&m| m),
+                "{len} bytes: pieces mapped {mapped:?}"
+            );
+            drop(input);
+        }
+        let (mut input, _path) = leased_readers_over(&[], 2, BUFFER_BYTES);
+        assert!(drain_noting_mapped(&mut input).0.is_empty());
+    }
+
+    #[test]
+    fn object_storage_streams_copy_their_input_and_take_no_lease() {
+        assert_eq!(Pages::for_store(None), Pages::InPlace);
+        assert_eq!(
+            Pages::for_store(Some(Path::new("out.zarr"))),
+            Pages::InPlace
+        );
+        assert_eq!(
+            Pages::for_store(Some(Path::new("s3://bucket/run.zarr"))),
+            Pages::Copied
+        );
+        let path = tempfile::NamedTempFile::new().unwrap().into_temp_path();
+        std::fs::write(&path, bytes(3 * 4096 + 5)).unwrap();
+        let file = Readers::file(
+            File::open(&path).unwrap(),
+            "t".into(),
+            2,
+            4096,
+            Pages::Copied,
+        );
+        let mut input = Input {
+            source: Source::Readers(file.unwrap()),
+        };
+        assert!(!leased(&input));
+        let (read, mapped, error) = drain_noting_mapped(&mut input);
+        assert!(error.is_none() && read == bytes(3 * 4096 + 5));
+        assert!(mapped.iter().all(|&m| !m), "{mapped:?}");
+    }
+
+    #[test]
+    fn a_leased_file_truncated_while_read_ends_in_an_error_after_good_bytes() {
+        // another program truncating the file waits until retile lets go
+        // of its lease (having unmapped every piece), then truncates it:
+        // the pieces mapped before hold the file's bytes, the rest is
+        // read and found short; nothing is read from a page that is gone
+        let piece = 64 << 10;
+        let data = bytes(64 * piece);
+        let (mut input, path) = leased_readers_over(&data, 2, piece);
+        let first = match input.next(|| false).unwrap() {
+            Next::Piece(p) => p,
+            _ => panic!("no first piece"),
+        };
+        assert!(first.file.is_some());
+        let mut read = first.bytes().to_vec();
+        let cut = (2 * piece) as u64;
+        let truncate = {
+            let path = path.to_path_buf();
+            std::thread::spawn(move || {
+                let began = std::time::Instant::now();
+                let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+                file.set_len(cut).unwrap();
+                began.elapsed()
+            })
+        };
+        // the truncating program is waiting for the lease by now
+        std::thread::sleep(Duration::from_millis(200));
+        input.give_back(first);
+        // pieces mapped ahead still wait to be read: a lease let go now
+        // would let the truncation take their pages away (a SIGBUS)
+        std::thread::sleep(Duration::from_millis(200));
+        let (rest, mapped, error) = drain_noting_mapped(&mut input);
+        read.extend_from_slice(&rest);
+        let waited = truncate.join().unwrap();
+        assert!(
+            waited < Duration::from_secs(20),
+            "the lease was let go only when the kernel took it back, after {waited:?}"
+        );
+        assert!(
+            read == data[..read.len()],
+            "a piece held other bytes than the file's"
+        );
+        // every byte before the cut is read; pieces read before the
+        // truncation may reach past it, and the first read after it ends
+        let got = read.len() as u64;
+        assert!(got >= cut, "{got} bytes read ({mapped:?} mapped)");
+        match error {
+            Some(InputError::Shrank { ended, .. }) => assert_eq!(ended, got),
+            other => panic!("{other:?} after {got} bytes"),
         }
     }
 
@@ -727,6 +1197,9 @@ mod tests {
         let mut file = tempfile::tempfile().unwrap();
         std::io::Write::write_all(&mut file, &data).unwrap();
         let (readers, free, filled) = Readers::ring(3, BUFFER_BYTES).unwrap();
+        // open for writing, so never leased: every piece is read
+        let file = Arc::new(LeasedFile::new(file, Pages::InPlace));
+        assert!(!file.leased());
         let shared = Arc::new(FileShared {
             file,
             name: "cut".into(),

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use crate::error::CliError;
-use crate::input::{Cut, Input, InputError, Next};
+use crate::input::{Cut, Input, InputError, Next, Pages};
 use crate::print::say;
 use crate::signals::{interrupted, second_interrupt, stop_on_interrupt};
 use clap::Args;
@@ -706,7 +706,11 @@ pub fn stream(args: &StreamArgs) -> Result<ExitCode, CliError> {
             Some(total),
         ),
         Some(path) => (
-            Input::open(path, cut)?,
+            Input::open(
+                path,
+                cut,
+                Pages::for_store(output.zarr.as_ref().map(|z| z.path.as_path())),
+            )?,
             (!spec.is_unbounded()).then_some(total),
         ),
     };
@@ -764,7 +768,8 @@ fn append(args: &StreamArgs, input: Option<&str>) -> Result<ExitCode, CliError> 
         continuation.claimed
     );
     let pyramid = continuation.array.output.pyramid.is_some();
-    let input = Input::open(input, Cut::for_stream(plane_bytes, pyramid))?;
+    let cut = Cut::for_stream(plane_bytes, pyramid);
+    let input = Input::open(input, cut, Pages::for_store(Some(path)))?;
     stop_on_interrupt();
     let mut tiles = continuation.open_stream(backend)?;
     run(&mut tiles, input, expected, Some(path), None)
