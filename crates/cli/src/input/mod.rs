@@ -1,24 +1,21 @@
 //! Where `retile stream` takes its bytes from, and how fast.
 //!
-//! A regular file is read by several threads, each taking the next piece
-//! of the file in turn, into a small ring of pieces handed to the stream
-//! whole and in order. Where the kernel grants retile a read lease on the
-//! file (it owns the file and no program has it open for writing), a piece
-//! is the file's own cached pages, mapped and faulted in by the reader
-//! thread ahead of the tiler: the stream tiles straight from the page cache
-//! and the input costs no copy (on 2 cores that copy took a fifth of a
-//! blosc-lz4 stream's CPU). While the lease is held no program can
-//! truncate or rewrite the file without the kernel first asking retile to
-//! let go; retile then stops mapping, releases the lease once no mapped
-//! piece is left and reads the rest with `pread`, so a file cut short while
-//! it is read is a short read, reported as an error, never a `SIGBUS`.
-//! Without a lease every piece is read with `pread` into buffers of the
-//! ring (huge pages where the kernel gives them): no page of the input is
-//! faulted in one at a time either way. A pipe (or any other stream) is
-//! read by one thread that hands on whatever it has as soon as the pipe is
-//! momentarily empty, so that a slow producer's planes are tiled (and
-//! claimed) as they arrive, while a fast one fills whole buffers. Without
-//! an input, the synthetic pattern is made here.
+//! A regular file that the kernel leases to retile is read in place: its
+//! cached pages are mapped and every piece handed to the stream is a view
+//! of them, so the input costs no copy ([`in_place`]; on 2 cores the copy
+//! took about a fifth of a blosc-lz4:1 stream's CPU). Any other regular
+//! file is read by several threads with `pread` at their own offsets into
+//! a small ring of large buffers (huge pages where the kernel gives them),
+//! handed to the stream whole and in order. Either way no page of the
+//! input is faulted in one at a time by the stream, and a file cut short
+//! while it is read is a short read, reported as an error, never a
+//! `SIGBUS`. A pipe (or any other stream) is read by one thread that hands
+//! on whatever it has as soon as the pipe is momentarily empty, so that a
+//! slow producer's planes are tiled (and claimed) as they arrive, while a
+//! fast one fills whole buffers. Without an input, the synthetic pattern is
+//! made here.
+
+mod in_place;
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -32,6 +29,7 @@ use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use in_place::{FileMap, InPlace};
 use retile_stream::StorePath;
 use thiserror::Error;
 
@@ -91,10 +89,10 @@ impl Cut {
 pub enum Pages {
     /// Mapped in place where the kernel leases the file: no copy.
     InPlace,
-    /// Always copied with `pread`: for a stream that may stall longer
-    /// than the kernel waits for a lease to be let go
+    /// Always copied with `pread`: for a stream that may hold a piece
+    /// longer than the kernel waits for a lease to be let go
     /// (`/proc/sys/fs/lease-break-time`, 45 s by default), after which
-    /// another program could truncate the file under a mapped piece.
+    /// another program could truncate the file under it.
     Copied,
 }
 
@@ -171,31 +169,28 @@ pub enum InputError {
     Reader(String),
 }
 
-/// Bytes of input: either memory of its own, anonymous pages mapped at a
-/// huge-page boundary and advised to be huge pages (fewer TLB misses for
-/// the tiler reading them), zero until written; or a piece of a leased
-/// input file, its cached pages mapped read-only in place. `len` bytes are
-/// input.
+/// Bytes of input: memory of its own, or a view of a leased file's
+/// pages. `len` bytes are input.
 pub struct Buffer {
-    map: NonNull<u8>,
-    mapped: usize,
     data: NonNull<u8>,
     capacity: usize,
     len: usize,
-    /// Where the pages are the input file's own: the file, and the ring's
-    /// buffer this piece stands in for.
-    file: Option<FilePages>,
+    memory: Memory,
 }
 
-/// What a piece mapped from the input file holds besides its pages.
-struct FilePages {
-    /// The file, whose lease may be let go once no piece is mapped.
-    file: Arc<LeasedFile>,
-    /// The ring's buffer, handed back in this piece's place.
-    ring: Box<Buffer>,
+/// Where a [`Buffer`]'s bytes lie.
+enum Memory {
+    /// Anonymous pages of its own, mapped at a huge-page boundary and
+    /// advised to be huge pages (fewer TLB misses for the tiler reading
+    /// them), zero until written; unmapped when the buffer is dropped.
+    Own { map: NonNull<u8>, mapped: usize },
+    /// A piece of a leased file's mapped pages, read-only; holding the
+    /// mapping keeps them mapped.
+    File(#[allow(dead_code)] Arc<FileMap>),
 }
 
-// SAFETY: a Buffer owns its mapping exclusively; nothing else points into it.
+// SAFETY: a Buffer owns its own mapping exclusively, and only reads a
+// file's mapping, which is Sync; nothing else writes through its pointer.
 unsafe impl Send for Buffer {}
 
 impl Buffer {
@@ -226,82 +221,34 @@ impl Buffer {
         // SAFETY: advice on a range inside our own mapping; failure (no THP) is harmless.
         unsafe { libc::madvise(data.cast(), capacity, libc::MADV_HUGEPAGE) };
         Ok(Buffer {
-            map: NonNull::new(map.cast()).ok_or_else(|| InputError::Memory {
-                bytes: capacity,
-                source: io::Error::other("mmap returned null"),
-            })?,
-            mapped,
+            memory: Memory::Own {
+                map: NonNull::new(map.cast()).ok_or_else(|| InputError::Memory {
+                    bytes: capacity,
+                    source: io::Error::other("mmap returned null"),
+                })?,
+                mapped,
+            },
             data: NonNull::new(data)
                 .ok_or_else(|| InputError::Reader("has a null buffer".into()))?,
             capacity,
             len: 0,
-            file: None,
         })
     }
 
-    /// `len > 0` bytes of `file` from `offset` on, its pages mapped
-    /// read-only and faulted in now, standing in for the ring's buffer
-    /// `ring`; `file` must hold its lease for the piece ([`LeasedFile::begin_map`])
-    /// and cover `offset + len`. On failure the ring's buffer comes back.
-    fn map(
-        file: &Arc<LeasedFile>,
-        offset: u64,
-        len: usize,
-        ring: Buffer,
-    ) -> Result<Buffer, Buffer> {
-        // SAFETY: sysconf has no preconditions.
-        let page = u64::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
-        let skip = offset % page;
-        let (Ok(at), Ok(mapped)) = (
-            libc::off_t::try_from(offset - skip),
-            usize::try_from(skip).map(|s| s + len),
-        ) else {
-            return Err(ring);
-        };
-        // SAFETY: a read-only shared mapping of a file we hold open, with
-        // no address hint, of a range the file covers (its lease keeps it
-        // from shrinking); checked against MAP_FAILED before use.
-        let map = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                mapped,
-                libc::PROT_READ,
-                libc::MAP_SHARED | libc::MAP_POPULATE,
-                file.file.as_raw_fd(),
-                at,
-            )
-        };
-        let Some(map) = NonNull::new(map.cast::<u8>()).filter(|_| map != libc::MAP_FAILED) else {
-            return Err(ring);
-        };
-        // SAFETY: `skip < page <= mapped`, so the data starts in the mapping.
-        let data = unsafe { NonNull::new_unchecked(map.as_ptr().add(skip as usize)) };
-        Ok(Buffer {
-            map,
-            mapped,
-            data,
-            capacity: len,
-            len,
-            file: Some(FilePages {
-                file: file.clone(),
-                ring: Box::new(ring),
-            }),
-        })
+    /// The `len` bytes of `map` from `offset` on (fewer past its end).
+    fn view(map: &Arc<FileMap>, offset: u64, len: usize) -> Buffer {
+        let bytes = map.bytes(offset, len);
+        Buffer {
+            data: NonNull::from(bytes).cast(),
+            capacity: bytes.len(),
+            len: bytes.len(),
+            memory: Memory::File(map.clone()),
+        }
     }
 
-    /// The ring's buffer this is, empty: a mapped piece's pages are
-    /// unmapped (and its file told) and the buffer it stood in for returned.
-    fn into_ring(mut self) -> Buffer {
-        let mut ring = match self.file.take() {
-            None => self,
-            Some(pages) => {
-                drop(self);
-                pages.file.unmapped();
-                *pages.ring
-            }
-        };
-        ring.len = 0;
-        ring
+    /// Whether it is a view of a file's pages, to be dropped once used.
+    fn is_view(&self) -> bool {
+        matches!(self.memory, Memory::File(_))
     }
 
     /// The input bytes.
@@ -311,10 +258,14 @@ impl Buffer {
         unsafe { std::slice::from_raw_parts(self.data.as_ptr(), self.len) }
     }
 
-    /// The room after the input bytes.
+    /// The room after the input bytes (none in a view).
     fn spare(&mut self) -> &mut [u8] {
-        // SAFETY: `data + len..data + capacity` lies in the mapping (zeroed
-        // or written, so initialised) and `&mut self` makes the borrow unique.
+        if self.is_view() {
+            return &mut [];
+        }
+        // SAFETY: `data + len..data + capacity` lies in our own mapping
+        // (zeroed or written, so initialised) and `&mut self` makes the
+        // borrow unique.
         unsafe {
             std::slice::from_raw_parts_mut(
                 self.data.as_ptr().add(self.len),
@@ -330,10 +281,9 @@ impl Buffer {
 
 impl Drop for Buffer {
     fn drop(&mut self) {
-        // SAFETY: unmaps exactly the mapping made in `new` or `map`, which nothing uses any more.
-        unsafe { libc::munmap(self.map.as_ptr().cast(), self.mapped) };
-        if let Some(pages) = &self.file {
-            pages.file.unmapped();
+        if let Memory::Own { map, mapped } = self.memory {
+            // SAFETY: unmaps exactly the mapping made in `new`, which nothing uses any more.
+            unsafe { libc::munmap(map.as_ptr().cast(), mapped) };
         }
     }
 }
@@ -371,6 +321,7 @@ pub struct Input {
 }
 
 enum Source {
+    InPlace(InPlace),
     Readers(Readers),
     Synthetic {
         buffer: Option<Buffer>,
@@ -389,9 +340,6 @@ struct Readers {
     next: u64,
     /// What ended the input, returned after the last piece.
     ended: Option<End>,
-    /// The regular file read, where it is one.
-    #[cfg(test)]
-    file: Option<Arc<LeasedFile>>,
 }
 
 /// An input opened but not yet read: the file at a path, or stdin,
@@ -428,18 +376,30 @@ impl InputFile {
         Ok(InputFile { file, name })
     }
 
-    /// Starts reading it, handed on in pieces cut as `cut` says, read
-    /// as `pages` says.
+    /// Starts reading it, handed on in pieces cut as `cut` says, a
+    /// regular file's pages read as `pages` says.
     pub fn read(self, cut: Cut, pages: Pages) -> Result<Input, InputError> {
         let piece = cut.piece_bytes();
         let regular = self.file.metadata().is_ok_and(|m| m.is_file());
-        let readers = match regular {
-            true => Readers::file(self.file, self.name, file_reader_threads(), piece, pages)?,
-            false => Readers::stream(self.file, piece)?,
+        let source = match (regular, pages) {
+            (true, Pages::InPlace) => match InPlace::open(self.file, self.name.clone(), piece) {
+                Ok(in_place) => Source::InPlace(in_place),
+                Err(file) => Source::Readers(Readers::file(
+                    file,
+                    self.name,
+                    file_reader_threads(),
+                    piece,
+                )?),
+            },
+            (true, Pages::Copied) => Source::Readers(Readers::file(
+                self.file,
+                self.name,
+                file_reader_threads(),
+                piece,
+            )?),
+            (false, _) => Source::Readers(Readers::stream(self.file, piece)?),
         };
-        Ok(Input {
-            source: Source::Readers(readers),
-        })
+        Ok(Input { source })
     }
 }
 
@@ -452,10 +412,11 @@ pub struct Giver {
 
 impl Giver {
     /// Returns a piece's buffer to be filled again (dropped where its
-    /// input makes its own, or has stopped reading). A piece mapped from
-    /// the file is unmapped by the reader thread that takes it, not here.
-    pub fn give_back(&self, buffer: Buffer) {
-        if let Some(free) = &self.free {
+    /// input makes its own, or has stopped reading, or where it is a view
+    /// of a file's pages, which must not outlive its use).
+    pub fn give_back(&self, mut buffer: Buffer) {
+        buffer.len = 0;
+        if let Some(free) = self.free.as_ref().filter(|_| !buffer.is_view()) {
             drop(free.send(buffer));
         }
     }
@@ -463,7 +424,7 @@ impl Giver {
 
 impl Input {
     /// The file at `path`, or stdin for `-`, handed on in pieces cut as
-    /// `cut` says, read as `pages` says.
+    /// `cut` says, its pages read as `pages` says.
     pub fn open(path: &str, cut: Cut, pages: Pages) -> Result<Input, InputError> {
         InputFile::open(path)?.read(cut, pages)
     }
@@ -487,6 +448,7 @@ impl Input {
     /// now and then and ends the wait when it says so.
     pub fn next(&mut self, stop: impl Fn() -> bool) -> Result<Next, InputError> {
         match &mut self.source {
+            Source::InPlace(in_place) => in_place.next(stop),
             Source::Readers(readers) => readers.next(stop),
             Source::Synthetic {
                 buffer,
@@ -522,7 +484,7 @@ impl Input {
     pub fn give_back(&mut self, mut buffer: Buffer) {
         match &mut self.source {
             // a reader that stopped needs no buffer: dropping it is right
-            Source::Readers(_) => self.giver().give_back(buffer),
+            Source::InPlace(_) | Source::Readers(_) => self.giver().give_back(buffer),
             Source::Synthetic { buffer: slot, .. } => {
                 buffer.len = 0;
                 *slot = Some(buffer)
@@ -535,6 +497,7 @@ impl Input {
     pub fn giver(&self) -> Giver {
         Giver {
             free: match &self.source {
+                Source::InPlace(in_place) => Some(in_place.free()),
                 Source::Readers(readers) => Some(readers.free.clone()),
                 Source::Synthetic { .. } => None,
             },
@@ -553,11 +516,9 @@ fn pattern<const N: usize>(out: &mut [u8], start: u64) {
 /// The free buffers, shared by the reader threads.
 type FreeRing = Arc<Mutex<Receiver<Buffer>>>;
 
-/// Waits for a free buffer, empty (a piece mapped from the file is
-/// unmapped now, off the stream's thread); `None` once the input is dropped.
+/// Waits for a free buffer; `None` once the input is dropped.
 fn free_buffer(free: &FreeRing) -> Option<Buffer> {
-    let buffer = free.lock().ok()?.recv().ok()?;
-    Some(buffer.into_ring())
+    free.lock().ok()?.recv().ok()
 }
 
 impl Readers {
@@ -566,7 +527,15 @@ impl Readers {
         buffers: usize,
         piece: usize,
     ) -> Result<(Readers, FreeRing, Sender<Chunk>), InputError> {
-        let (free, free_rx) = channel();
+        Readers::ring_on(channel(), buffers, piece)
+    }
+
+    /// [`Readers::ring`] on a free ring's channel made before.
+    fn ring_on(
+        (free, free_rx): (Sender<Buffer>, Receiver<Buffer>),
+        buffers: usize,
+        piece: usize,
+    ) -> Result<(Readers, FreeRing, Sender<Chunk>), InputError> {
         for _ in 0..buffers {
             // cannot fail: the receiver is alive
             let _ = free.send(Buffer::new(piece)?);
@@ -578,8 +547,6 @@ impl Readers {
             early: BTreeMap::new(),
             next: 0,
             ended: None,
-            #[cfg(test)]
-            file: None,
         };
         Ok((readers, Arc::new(Mutex::new(free_rx)), filled_tx))
     }
@@ -589,28 +556,29 @@ impl Readers {
     /// current offset (stdin may be a file someone has read from already)
     /// to its end; three buffers more than threads, fewer (at least three)
     /// where that would hold more than [`RING_BYTES`].
-    fn file(
+    fn file(file: File, name: String, threads: usize, piece: usize) -> Result<Readers, InputError> {
+        let opened = file.metadata().map(|m| m.len()).unwrap_or(0);
+        Readers::file_on(channel(), file, name, threads, piece, opened)
+    }
+
+    /// [`Readers::file`] with a free ring's channel made before (whose
+    /// sender a [`Giver`] may hold already), over a file that was `opened`
+    /// bytes long: ending before is an error.
+    fn file_on(
+        ring: (Sender<Buffer>, Receiver<Buffer>),
         file: File,
         name: String,
         threads: usize,
         piece: usize,
-        pages: Pages,
+        opened: u64,
     ) -> Result<Readers, InputError> {
         let buffers = (RING_BYTES / piece).clamp(3, threads + 3);
-        #[allow(unused_mut)] // its file is kept only for the tests
-        let (mut readers, free, filled) = Readers::ring(buffers, piece)?;
+        let (readers, free, filled) = Readers::ring_on(ring, buffers, piece)?;
         // SAFETY: lseek on a descriptor we own; -1 is checked.
         let start = unsafe { libc::lseek(file.as_raw_fd(), 0, libc::SEEK_CUR) };
         let start = u64::try_from(start).unwrap_or(0);
         // SAFETY: advice on a descriptor we own; failure only loses read-ahead.
         unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_SEQUENTIAL) };
-        let file = Arc::new(LeasedFile::new(file, pages));
-        // measured once leased, so that a leased file is at least this long
-        let opened = file.file.metadata().map(|m| m.len()).unwrap_or(0);
-        #[cfg(test)]
-        {
-            readers.file = Some(file.clone());
-        }
         let shared = Arc::new(FileShared {
             file,
             name,
@@ -695,7 +663,7 @@ fn spawn(name: String, job: impl FnOnce() + Send + 'static) -> Result<(), InputE
 
 /// A regular file read by several threads.
 struct FileShared {
-    file: Arc<LeasedFile>,
+    file: File,
     name: String,
     /// The offset reading begins at.
     start: u64,
@@ -714,36 +682,12 @@ impl FileShared {
     /// until the file ends or the input is dropped.
     fn read_chunks(&self, free: &FreeRing, filled: &Sender<Chunk>) {
         while !self.ended.load(Ordering::Acquire) {
-            let Some(buffer) = free_buffer(free) else {
+            let Some(mut buffer) = free_buffer(free) else {
                 return;
             };
             let seq = self.claimed.fetch_add(1, Ordering::AcqRel);
             let offset = self.start + seq * self.piece;
-            let left = self.opened.saturating_sub(offset).min(self.piece);
-            let mut buffer = match self.map(offset, left, buffer) {
-                Err(ring) => ring,
-                Ok(piece) => {
-                    let end = match offset + left >= self.opened {
-                        true => End::Eof,
-                        false => End::More,
-                    };
-                    if !matches!(end, End::More) {
-                        self.ended.store(true, Ordering::Release);
-                    }
-                    if filled
-                        .send(Chunk {
-                            seq,
-                            buffer: piece,
-                            end,
-                        })
-                        .is_err()
-                    {
-                        return;
-                    }
-                    continue;
-                }
-            };
-            let end = match read_at(&self.file.file, &mut buffer, offset) {
+            let end = match read_at(&self.file, &mut buffer, offset) {
                 Err(source) => End::Failed(InputError::Read { offset, source }),
                 Ok(()) if buffer.is_full() => End::More,
                 Ok(()) if offset + (buffer.len as u64) < self.opened => {
@@ -763,145 +707,6 @@ impl FileShared {
             }
         }
     }
-}
-
-impl FileShared {
-    /// The `len` bytes of the file at `offset` mapped in place of the
-    /// ring's `buffer`, where the file's lease allows; the buffer back
-    /// where it does not, or the mapping failed (then no more are mapped).
-    fn map(&self, offset: u64, len: u64, buffer: Buffer) -> Result<Buffer, Buffer> {
-        let Some(len) = usize::try_from(len).ok().filter(|&n| n > 0) else {
-            return Err(buffer);
-        };
-        if !self.file.begin_map() {
-            return Err(buffer);
-        }
-        Buffer::map(&self.file, offset, len, buffer).inspect_err(|_| {
-            self.file.unmapped();
-            self.file.stop_mapping();
-        })
-    }
-}
-
-/// The input file, and a read lease on it where the kernel grants one:
-/// while held, another program that opens the file to write, or truncates
-/// it, waits (up to `/proc/sys/fs/lease-break-time`) until retile lets go,
-/// so pieces of it may be read from its mapped pages without a `SIGBUS`.
-struct LeasedFile {
-    file: File,
-    lease: Mutex<Lease>,
-}
-
-/// Where a [`LeasedFile`]'s lease stands.
-#[derive(Default)]
-struct Lease {
-    /// The lease is held.
-    held: bool,
-    /// No more pieces are mapped: the kernel asked for the lease back, or
-    /// a mapping failed; it is let go once `mapped` is 0.
-    ending: bool,
-    /// Pieces mapped and not yet unmapped.
-    mapped: usize,
-}
-
-impl LeasedFile {
-    /// `file`, leased where its pages are to be read in place and the
-    /// kernel allows (a file opened read-only, owned by this user, open
-    /// nowhere for writing, leases enabled).
-    fn new(file: File, pages: Pages) -> LeasedFile {
-        let held = pages == Pages::InPlace && take_read_lease(&file);
-        LeasedFile {
-            file,
-            lease: Mutex::new(Lease {
-                held,
-                ..Lease::default()
-            }),
-        }
-    }
-
-    /// Whether a piece may be mapped now; if so it counts as mapped until
-    /// [`LeasedFile::unmapped`].
-    fn begin_map(&self) -> bool {
-        let Ok(mut lease) = self.lease.lock() else {
-            return false;
-        };
-        self.notice_break(&mut lease);
-        if lease.ending || !lease.held {
-            self.let_go_when_idle(&mut lease);
-            return false;
-        }
-        lease.mapped += 1;
-        true
-    }
-
-    /// A mapped piece was unmapped.
-    fn unmapped(&self) {
-        if let Ok(mut lease) = self.lease.lock() {
-            lease.mapped = lease.mapped.saturating_sub(1);
-            self.notice_break(&mut lease);
-            self.let_go_when_idle(&mut lease);
-        }
-    }
-
-    /// Maps no more pieces (a mapping failed): the rest is read.
-    fn stop_mapping(&self) {
-        if let Ok(mut lease) = self.lease.lock() {
-            lease.ending = true;
-            self.let_go_when_idle(&mut lease);
-        }
-    }
-
-    /// Whether the file may be mapped at all (its lease is held).
-    #[cfg(test)]
-    fn leased(&self) -> bool {
-        self.lease.lock().is_ok_and(|l| l.held)
-    }
-
-    /// Marks the lease ending where the kernel asks for it back (it then
-    /// reports the type it is breaking to, no longer a read lease).
-    fn notice_break(&self, lease: &mut Lease) {
-        if lease.held && !lease.ending {
-            // SAFETY: fcntl on a descriptor we own.
-            let kind = unsafe { libc::fcntl(self.file.as_raw_fd(), libc::F_GETLEASE) };
-            lease.ending = kind != libc::F_RDLCK;
-        }
-    }
-
-    /// Lets the lease go once it is ending and no piece is mapped, so that
-    /// the program waiting for it goes on (and this file is read from then on).
-    fn let_go_when_idle(&self, lease: &mut Lease) {
-        if lease.held && lease.ending && lease.mapped == 0 {
-            // SAFETY: fcntl on a descriptor we own.
-            unsafe { libc::fcntl(self.file.as_raw_fd(), libc::F_SETLEASE, libc::F_UNLCK) };
-            lease.held = false;
-        }
-    }
-}
-
-/// Takes a read lease on `file`, without the signal the kernel sends when
-/// it asks for the lease back (SIGIO, which ends a process by default: it
-/// is ignored where nothing handles it, and the file's owner is cleared so
-/// that none is sent); `false` where the kernel refuses one.
-fn take_read_lease(file: &File) -> bool {
-    let fd = file.as_raw_fd();
-    // SAFETY: reads SIGIO's disposition into a zeroed sigaction, and sets
-    // it to ignore only where it is the default (nothing else handles it).
-    unsafe {
-        let mut now: libc::sigaction = std::mem::zeroed();
-        if libc::sigaction(libc::SIGIO, std::ptr::null(), &mut now) != 0
-            || now.sa_sigaction != libc::SIG_DFL && now.sa_sigaction != libc::SIG_IGN
-        {
-            return false;
-        }
-        libc::signal(libc::SIGIO, libc::SIG_IGN);
-    }
-    // SAFETY: fcntl on a descriptor we own.
-    let leased = unsafe { libc::fcntl(fd, libc::F_SETLEASE, libc::F_RDLCK) } == 0;
-    if leased {
-        // SAFETY: as above; an owner of 0 sends no signal.
-        unsafe { libc::fcntl(fd, libc::F_SETOWN, 0) };
-    }
-    leased
 }
 
 /// Fills `buffer` from `offset` on, short only at the end of the file.
@@ -987,100 +792,94 @@ mod tests {
         (0..n).map(|i| (i % 251) as u8 ^ (i >> 16) as u8).collect()
     }
 
-    /// Reads `data` from a file open for writing too, which the kernel
-    /// leases to nobody: every piece is read with `pread`.
-    fn readers_over(data: &[u8], threads: usize, piece: usize) -> Input {
-        let mut file = tempfile::tempfile().unwrap();
-        std::io::Write::write_all(&mut file, data).unwrap();
-        // reading begins where the file stands, as stdin's does
-        std::io::Seek::rewind(&mut file).unwrap();
-        let input = Input {
-            source: Source::Readers(
-                Readers::file(file, "test".into(), threads, piece, Pages::InPlace).unwrap(),
-            ),
-        };
-        assert!(!leased(&input));
-        input
-    }
-
-    /// Reads `data` from a file written, closed and opened again read-only,
-    /// which the kernel leases: its pieces are its mapped pages. The file
-    /// is returned too, to be changed while it is read.
-    fn leased_readers_over(
-        data: &[u8],
-        threads: usize,
-        piece: usize,
-    ) -> (Input, tempfile::TempPath) {
+    /// Reads `data` from a file written, closed and opened again
+    /// read-only, which the kernel leases: its pieces are views of its
+    /// pages. The file's path is returned too, to change it while it is read.
+    fn in_place_over(data: &[u8], piece: usize) -> (Input, tempfile::TempPath) {
         let path = tempfile::NamedTempFile::new().unwrap().into_temp_path();
         std::fs::write(&path, data).unwrap();
-        let file = File::open(&path).unwrap();
-        let input = Input {
-            source: Source::Readers(
-                Readers::file(file, "test".into(), threads, piece, Pages::InPlace).unwrap(),
-            ),
+        let file = InputFile {
+            file: File::open(&path).unwrap(),
+            name: "test".into(),
         };
-        assert!(
-            leased(&input) || data.is_empty(),
-            "the kernel leased no file (is /proc/sys/fs/leases-enable 0?)"
-        );
+        let input = file.read(Cut::Anywhere, Pages::InPlace).unwrap();
+        let input = match input.source {
+            Source::Readers(_) if !data.is_empty() => {
+                panic!("the kernel leased no file (is /proc/sys/fs/leases-enable 0?)")
+            }
+            Source::InPlace(mut in_place) => {
+                in_place.set_piece(piece);
+                Input {
+                    source: Source::InPlace(in_place),
+                }
+            }
+            source => Input { source },
+        };
         (input, path)
     }
 
-    /// Whether the input's file is leased, so that its pieces are mapped.
-    fn leased(input: &Input) -> bool {
-        match &input.source {
-            Source::Readers(r) => r.file.as_ref().is_some_and(|f| f.leased()),
-            Source::Synthetic { .. } => false,
-        }
-    }
-
-    /// Drains `input`, saying whether each piece was the file's mapped pages.
-    fn drain_noting_mapped(input: &mut Input) -> (Vec<u8>, Vec<bool>, Option<InputError>) {
-        let (mut all, mut mapped) = (Vec::new(), Vec::new());
+    /// Drains `input`, saying whether each piece was a view of the file's pages.
+    fn drain_noting_views(input: &mut Input) -> (Vec<u8>, Vec<bool>, Option<InputError>) {
+        let (mut all, mut views) = (Vec::new(), Vec::new());
         loop {
             match input.next(|| false) {
                 Ok(Next::Piece(piece)) => {
                     all.extend_from_slice(piece.bytes());
-                    mapped.push(piece.file.is_some());
+                    views.push(piece.is_view());
                     input.give_back(piece);
                 }
-                Ok(Next::End | Next::Stopped) => return (all, mapped, None),
-                Err(e) => return (all, mapped, Some(e)),
+                Ok(Next::End | Next::Stopped) => return (all, views, None),
+                Err(e) => return (all, views, Some(e)),
             }
         }
     }
 
+    fn next_piece(input: &mut Input) -> Buffer {
+        match input.next(|| false).unwrap() {
+            Next::Piece(p) => p,
+            _ => panic!("the input ended"),
+        }
+    }
+
     #[test]
-    fn a_leased_file_is_handed_on_whole_and_in_order_from_its_own_pages() {
-        for (len, threads, piece) in [
-            (1, 2, BUFFER_BYTES),
-            (4096, 2, 4096),
-            (3 * BUFFER_BYTES + 12345, 4, BUFFER_BYTES),
-            (2 * BUFFER_BYTES - 1, 1, BUFFER_BYTES),
-            // pieces that start inside a page
-            (
-                5 * 3_000_000 + 7,
-                3,
-                Cut::WholePlanes(3_000_000).piece_bytes(),
-            ),
-            (100_003, 2, 1_000),
+    fn a_leased_file_is_handed_on_whole_and_in_order_as_views_of_its_pages() {
+        for (len, piece) in [
+            (1, BUFFER_BYTES),
+            (4096, 4096),
+            (3 * BUFFER_BYTES + 12345, BUFFER_BYTES),
+            // pieces that start inside a page, and more than the helpers fault in ahead
+            (5 * 3_000_000 + 7, 3_000_000),
+            (100_003, 1_000),
+            ((in_place::AHEAD_BYTES * 2 + 5) as usize, 1 << 20),
         ] {
             let data = bytes(len);
-            let (mut input, _path) = leased_readers_over(&data, threads, piece);
-            let (read, mapped, error) = drain_noting_mapped(&mut input);
+            let (mut input, _path) = in_place_over(&data, piece);
+            let (read, views, error) = drain_noting_views(&mut input);
             assert!(error.is_none(), "{len} bytes: {error:?}");
-            assert!(
-                read == data,
-                "{len} bytes over {threads} threads in {piece}-byte pieces"
-            );
-            assert!(
-                mapped.iter().all(|&m| m),
-                "{len} bytes: pieces mapped {mapped:?}"
-            );
-            drop(input);
+            assert!(read == data, "{len} bytes in {piece}-byte pieces");
+            assert_eq!(views.len(), len.div_ceil(piece), "{len} bytes");
+            assert!(views.iter().all(|&v| v), "{len} bytes: views {views:?}");
         }
-        let (mut input, _path) = leased_readers_over(&[], 2, BUFFER_BYTES);
-        assert!(drain_noting_mapped(&mut input).0.is_empty());
+        // an empty file is no mapping: it is read, and ends at once
+        let (mut input, _path) = in_place_over(&[], BUFFER_BYTES);
+        assert!(drain_noting_views(&mut input).0.is_empty());
+    }
+
+    #[test]
+    fn a_leased_file_read_from_where_stdin_stands_starts_there() {
+        let data = bytes(3 * BUFFER_BYTES + 77);
+        let path = tempfile::NamedTempFile::new().unwrap().into_temp_path();
+        std::fs::write(&path, &data).unwrap();
+        let mut file = File::open(&path).unwrap();
+        std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(12345)).unwrap();
+        let input = InputFile {
+            file,
+            name: "stdin".into(),
+        };
+        let mut input = input.read(Cut::Anywhere, Pages::InPlace).unwrap();
+        assert!(matches!(input.source, Source::InPlace(_)));
+        let (read, views, error) = drain_noting_views(&mut input);
+        assert!(error.is_none() && read == data[12345..] && views.iter().all(|&v| v));
     }
 
     #[test]
@@ -1096,38 +895,36 @@ mod tests {
         );
         let path = tempfile::NamedTempFile::new().unwrap().into_temp_path();
         std::fs::write(&path, bytes(3 * 4096 + 5)).unwrap();
-        let file = Readers::file(
-            File::open(&path).unwrap(),
-            "t".into(),
-            2,
-            4096,
-            Pages::Copied,
-        );
-        let mut input = Input {
-            source: Source::Readers(file.unwrap()),
-        };
-        assert!(!leased(&input));
-        let (read, mapped, error) = drain_noting_mapped(&mut input);
+        let mut input = Input::open(path.to_str().unwrap(), Cut::Anywhere, Pages::Copied).unwrap();
+        assert!(matches!(input.source, Source::Readers(_)));
+        let (read, views, error) = drain_noting_views(&mut input);
         assert!(error.is_none() && read == bytes(3 * 4096 + 5));
-        assert!(mapped.iter().all(|&m| !m), "{mapped:?}");
+        assert!(views.iter().all(|&v| !v), "{views:?}");
+        // and a file open for writing elsewhere is leased to nobody: it is read
+        let mut open = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        let mut input = Input::open(path.to_str().unwrap(), Cut::Anywhere, Pages::InPlace).unwrap();
+        assert!(matches!(input.source, Source::Readers(_)));
+        std::io::Write::write_all(&mut open, b"!").unwrap();
+        let (read, _, error) = drain_noting_views(&mut input);
+        assert!(error.is_none() && read.len() >= 3 * 4096 + 5);
     }
 
     #[test]
     fn a_leased_file_truncated_while_read_ends_in_an_error_after_good_bytes() {
         // another program truncating the file waits until retile lets go
-        // of its lease (having unmapped every piece), then truncates it:
-        // the pieces mapped before hold the file's bytes, the rest is
-        // read and found short; nothing is read from a page that is gone
+        // of its lease, which it does once it noticed and every view of
+        // the file's pages was given back; then the file is truncated and
+        // the rest, read with pread, found short. No piece ever reads a
+        // page that is gone.
         let piece = 64 << 10;
         let data = bytes(64 * piece);
-        let (mut input, path) = leased_readers_over(&data, 2, piece);
-        let first = match input.next(|| false).unwrap() {
-            Next::Piece(p) => p,
-            _ => panic!("no first piece"),
-        };
-        assert!(first.file.is_some());
-        let mut read = first.bytes().to_vec();
-        let cut = (2 * piece) as u64;
+        let (mut input, path) = in_place_over(&data, piece);
+        let first = next_piece(&mut input);
+        assert!(first.is_view());
+        let cut = (piece / 2) as u64;
         let truncate = {
             let path = path.to_path_buf();
             std::thread::spawn(move || {
@@ -1137,13 +934,22 @@ mod tests {
                 began.elapsed()
             })
         };
-        // the truncating program is waiting for the lease by now
+        // the truncating program is waiting for the lease by now; the
+        // next piece notices, and is read, not mapped
         std::thread::sleep(Duration::from_millis(200));
+        let second = next_piece(&mut input);
+        assert!(!second.is_view());
+        // the first piece is still held: a lease let go now would let the
+        // truncation take its pages away (a SIGBUS below)
+        std::thread::sleep(Duration::from_millis(200));
+        let mut read = first.bytes().to_vec();
+        read.extend_from_slice(second.bytes());
+        // the last view given back lets the lease go: the file is cut
+        // while the readers wait for the second piece's buffer
         input.give_back(first);
-        // pieces mapped ahead still wait to be read: a lease let go now
-        // would let the truncation take their pages away (a SIGBUS)
         std::thread::sleep(Duration::from_millis(200));
-        let (rest, mapped, error) = drain_noting_mapped(&mut input);
+        input.give_back(second);
+        let (rest, _, error) = drain_noting_views(&mut input);
         read.extend_from_slice(&rest);
         let waited = truncate.join().unwrap();
         assert!(
@@ -1154,13 +960,23 @@ mod tests {
             read == data[..read.len()],
             "a piece held other bytes than the file's"
         );
-        // every byte before the cut is read; pieces read before the
-        // truncation may reach past it, and the first read after it ends
+        // pieces read before the truncation hold the file's bytes; the
+        // first one read after it ends the input
         let got = read.len() as u64;
-        assert!(got >= cut, "{got} bytes read ({mapped:?} mapped)");
+        assert!(got >= 2 * piece as u64, "{got} bytes read");
         match error {
             Some(InputError::Shrank { ended, .. }) => assert_eq!(ended, got),
             other => panic!("{other:?} after {got} bytes"),
+        }
+    }
+
+    fn readers_over(data: &[u8], threads: usize, piece: usize) -> Input {
+        let mut file = tempfile::tempfile().unwrap();
+        std::io::Write::write_all(&mut file, data).unwrap();
+        // reading begins where the file stands, as stdin's does
+        std::io::Seek::rewind(&mut file).unwrap();
+        Input {
+            source: Source::Readers(Readers::file(file, "test".into(), threads, piece).unwrap()),
         }
     }
 
@@ -1197,9 +1013,6 @@ mod tests {
         let mut file = tempfile::tempfile().unwrap();
         std::io::Write::write_all(&mut file, &data).unwrap();
         let (readers, free, filled) = Readers::ring(3, BUFFER_BYTES).unwrap();
-        // open for writing, so never leased: every piece is read
-        let file = Arc::new(LeasedFile::new(file, Pages::InPlace));
-        assert!(!file.leased());
         let shared = Arc::new(FileShared {
             file,
             name: "cut".into(),
