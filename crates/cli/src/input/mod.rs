@@ -1042,18 +1042,18 @@ mod tests {
         }
     }
 
+    /// Reads the pipe whose reading end is `read_end`.
+    fn pipe_input(read_end: std::io::PipeReader) -> Input {
+        let file = File::from(std::os::fd::OwnedFd::from(read_end));
+        Input {
+            source: Source::Readers(Readers::stream(file, BUFFER_BYTES).unwrap()),
+        }
+    }
+
     #[test]
     fn a_pipe_hands_on_what_it_has_without_waiting_for_a_full_buffer() {
         let (read_end, mut write_end) = std::io::pipe().unwrap();
-        let mut input = Input {
-            source: Source::Readers(
-                Readers::stream(
-                    File::from(std::os::fd::OwnedFd::from(read_end)),
-                    BUFFER_BYTES,
-                )
-                .unwrap(),
-            ),
-        };
+        let mut input = pipe_input(read_end);
         for round in 0..3u8 {
             std::io::Write::write_all(&mut write_end, &[round; 100]).unwrap();
             let mut got = Vec::new();
@@ -1075,15 +1075,7 @@ mod tests {
     #[test]
     fn a_wait_for_a_silent_pipe_ends_when_asked() {
         let (read_end, _write_end) = std::io::pipe().unwrap();
-        let mut input = Input {
-            source: Source::Readers(
-                Readers::stream(
-                    File::from(std::os::fd::OwnedFd::from(read_end)),
-                    BUFFER_BYTES,
-                )
-                .unwrap(),
-            ),
-        };
+        let mut input = pipe_input(read_end);
         let asked = std::cell::Cell::new(0);
         let stop = || {
             asked.set(asked.get() + 1);
