@@ -232,7 +232,6 @@ impl Drop for FileMap {
 }
 
 /// Where the stream stands, shared with the helpers.
-#[derive(Default)]
 struct Position {
     /// The start of the piece handed on last: the pages before it are let go.
     at: u64,
@@ -245,7 +244,6 @@ struct Position {
 }
 
 /// The stream's position and the helpers' signal that it moved.
-#[derive(Default)]
 struct Ahead {
     position: Mutex<Position>,
     moved: Condvar,
@@ -284,11 +282,16 @@ impl InPlace {
             Ok(map) => Arc::new(map),
             Err(leased) => return Err(leased.into_file()),
         };
-        let ahead = Arc::new(Ahead::default());
-        if let Ok(mut p) = ahead.position.lock() {
-            let page = start - start % WINDOW_BYTES;
-            (p.at, p.populate, p.dropped) = (start, page, page);
-        }
+        let window = start - start % WINDOW_BYTES;
+        let ahead = Arc::new(Ahead {
+            position: Mutex::new(Position {
+                at: start,
+                populate: window,
+                dropped: window,
+                stop: false,
+            }),
+            moved: Condvar::new(),
+        });
         let helpers = (0..file_reader_threads())
             .filter_map(|t| {
                 let (map, ahead) = (map.clone(), ahead.clone());

@@ -381,24 +381,26 @@ impl InputFile {
     pub fn read(self, cut: Cut, pages: Pages) -> Result<Input, InputError> {
         let piece = cut.piece_bytes();
         let regular = self.file.metadata().is_ok_and(|m| m.is_file());
-        let source = match (regular, pages) {
+        let file = match (regular, pages) {
+            (false, _) => {
+                let source = Source::Readers(Readers::stream(self.file, piece)?);
+                return Ok(Input { source });
+            }
             (true, Pages::InPlace) => match InPlace::open(self.file, self.name.clone(), piece) {
-                Ok(in_place) => Source::InPlace(in_place),
-                Err(file) => Source::Readers(Readers::file(
-                    file,
-                    self.name,
-                    file_reader_threads(),
-                    piece,
-                )?),
+                Ok(in_place) => {
+                    let source = Source::InPlace(in_place);
+                    return Ok(Input { source });
+                }
+                Err(file) => file,
             },
-            (true, Pages::Copied) => Source::Readers(Readers::file(
-                self.file,
-                self.name,
-                file_reader_threads(),
-                piece,
-            )?),
-            (false, _) => Source::Readers(Readers::stream(self.file, piece)?),
+            (true, Pages::Copied) => self.file,
         };
+        let source = Source::Readers(Readers::file(
+            file,
+            self.name,
+            file_reader_threads(),
+            piece,
+        )?);
         Ok(Input { source })
     }
 }
