@@ -173,7 +173,7 @@ def compare(client):
 
     try:
         import ome_zarr  # noqa: F401
-    except ImportError:  # a host without it (its scipy and scikit-image do not fit a device bundle)
+    except ImportError:  # a host without it (on the device: bundle it with DASK=1 bench/device_bundle.sh)
         print(f"  4-level mean pyramid: retile {ours:.2f} s ({gb / ours:.2f} GB/s); ome-zarr-py is not "
               "installed here, so its write_image was not run", flush=True)
     else:

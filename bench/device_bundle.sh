@@ -9,6 +9,12 @@
 #
 #     bench/device_bundle.sh            # then carry .bundle to the device and run bench/device_run.sh there
 #     CUDA=1 NVCOMP_WHEEL=nvidia_libnvcomp_cu13-*.whl bench/device_bundle.sh   # the GPU's: see bench/device_gpu.sh
+#     DASK=1 PEERS="zarr==3.4.2 numcodecs==0.17.1" bench/device_bundle.sh   # bench/dask_peer.py's
+#
+# DASK=1 adds Dask, distributed and ome-zarr-py (for bench/dask_peer.py's
+# pyramid beside write_image) with the pure-Python packages they need, each
+# without its dependencies: the device image has the compiled ones (scipy,
+# scikit-image, pillow, numpy), which would not fit.
 #
 # Needs cargo, strip, maturin (`pip install maturin`) and pip with network.
 # PYVER=3.12 is the device's Python (the wheels downloaded are for it);
@@ -79,6 +85,14 @@ ls "$bundle"/wheels/retile-*-cp311-abi3-*.whl >/dev/null || {
 "$PYTHON" -m pip download --quiet --disable-pip-version-check --python-version "$PYVER" --only-binary=:all: \
     --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux_2_28_x86_64 \
     -d "$bundle/wheels" "${peers[@]}"
+if [ "${DASK:-0}" = 1 ]; then
+    "$PYTHON" -m pip download --quiet --disable-pip-version-check --python-version "$PYVER" --only-binary=:all: \
+        --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux_2_28_x86_64 \
+        --no-deps -d "$bundle/wheels" dask==2026.8.0 distributed==2026.8.0 cloudpickle partd locket zict tblib \
+        msgpack sortedcontainers tornado toolz psutil click importlib_metadata zipp lazy_importer \
+        ome-zarr==0.18.0 ome-zarr-models==1.7 pydantic==2.12.5 pydantic-core==2.41.5 pydantic-zarr==0.9.2 \
+        annotated-types typing-inspection deprecated==1.3.1 wrapt rangehttpserver
+fi
 rm -f "$bundle"/wheels/numpy-*.whl # the host's numpy (16 MB of wheel would not fit)
 # the peers' own benchmark scripts (bench/device_peer.sh runs them): the
 # device sees nothing outside the repository

@@ -14,6 +14,7 @@ import time
 import numpy as np
 import pytest
 import zarr
+from hypothesis import given, settings, strategies as st
 
 import retile
 
@@ -160,6 +161,39 @@ def test_planned_blocks_cover_the_array_in_whole_units(threads):
     # elements past the last whole unit of 10 join the block before them)
     assert blocks >= min(threads, 2 * 5 * 3)
     assert all(b - a >= unit for dim, unit in zip(bounds[1:], units[1:]) for a, b in dim)
+
+
+@given(st.lists(st.tuples(st.integers(0, 2), st.integers(1, 4)), min_size=1, max_size=6),
+       st.lists(st.lists(st.integers(0, 5), max_size=2), max_size=40))
+@settings(max_examples=300, deadline=None)
+def test_tasks_are_spread_over_the_workers_by_their_threads(workers, holders):
+    workers = {f"w{i}": (f"h{host}", threads) for i, (host, threads) in enumerate(workers)}
+    holders = [[f"w{k}" for k in held] for held in holders]
+    chosen = retile.dask._spread(workers, holders)
+    assert len(chosen) == len(holders) and all(w in workers for w in chosen)
+    total = sum(threads for _, threads in workers.values())
+    room = {w: -(-len(holders) * threads // total) for w, (_, threads) in workers.items()}
+    assert all(chosen.count(w) <= room[w] for w in workers), (chosen, room)
+    # a task goes elsewhere than a holder of its block only once every holder is full
+    for task, held in enumerate(holders):
+        held = [w for w in held if w in workers]
+        if held and chosen[task] not in held:
+            assert all(chosen.count(w) == room[w] for w in held)
+
+
+def test_blocks_held_by_one_worker_are_written_by_every_worker(client, tmp_path):
+    """Left to Dask, the worker holding the blocks writes them all, one
+    after the other: retile spreads its tasks over the workers instead."""
+    data = random_array(np.random.default_rng(11), (8, 16, 16), "u2")
+    first = sorted(client.nthreads())[0]
+    x = client.persist(da.from_array(data, chunks=(2, 16, 16)), workers=[first])
+    distributed.wait(x)
+    assert {w for ws in client.who_has(x).values() for w in ws} == {first}
+    with distributed.get_task_stream(client) as stream:
+        retile.dask.to_zarr(x, str(tmp_path / "s.zarr"), tile=(2, 8, 8), codec="none")
+    ran = [t["worker"] for t in stream.data if "_write_block" in str(t["key"])]
+    assert sorted(ran.count(w) for w in client.nthreads()) == [2, 2], ran
+    assert same(zarr.open_array(str(tmp_path / "s.zarr"), mode="r")[...], data)
 
 
 def pyramid_case(seed):
