@@ -28,6 +28,13 @@ import numpy as np
 import retile.dask
 from retile._retile import _SlabJob
 
+import cloudpickle
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import frames as _frames  # noqa: E402
+
+cloudpickle.register_pickle_by_value(_frames)  # the workers cannot import it
+
 work = sys.argv[1]
 size = int(os.environ.get("SIZE", "2048"))
 shape = (int(os.environ.get("PLANES", "256")), size, size)
@@ -39,9 +46,8 @@ out = os.path.join(work, "r.zarr")
 
 
 def frames(block, block_info=None):
-    """A slowly changing scene plus shot noise, as the other benchmarks' frames."""
-    rng = np.random.default_rng(block_info[None]["array-location"][0][0])
-    return (200 + rng.integers(0, 64, block.shape, dtype=np.uint16)).astype(np.uint16)
+    """Camera-like frames, dask_peer.py's: a smooth pattern, its plane index and a little noise."""
+    return _frames.scene_block(block_info[None]["array-location"])
 
 
 def options(codec):

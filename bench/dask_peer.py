@@ -10,7 +10,10 @@ shard), into the same file system:
    shards first, as zarr-python needs), then both from the array held in
    chunks of whole shards (neither moving data between workers);
 2. the same with a 4-level mean pyramid vs ome-zarr-py's write_image
-   (method local_mean, 4 levels, the same chunks);
+   (method local_mean, 4 levels, the same chunks), and the codec's
+   ceiling: c-blosc alone (numcodecs, one thread a worker) on every
+   level's tiles of the same array, its seconds spread evenly over the
+   workers (no writer using this codec is faster);
 3. retile.rechunk(client=) vs dask.array.from_zarr + rechunk + to_zarr
    into the same sharded layout;
 4. retile.dask.to_zarr's scaling with WORKERS workers (one thread each).
@@ -39,6 +42,13 @@ import zarr
 import retile
 import retile.dask
 
+import cloudpickle
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import frames as _frames  # noqa: E402
+
+cloudpickle.register_pickle_by_value(_frames)  # the workers cannot import it
+
 work = os.path.abspath(sys.argv[1])
 planes = int(os.environ.get("PLANES", "256"))
 size = int(os.environ.get("SIZE", "2048"))
@@ -54,12 +64,7 @@ gb = np.prod(shape) * 2 / 1e9
 
 def frames(block, block_info=None):
     """Camera-like frames: a smooth pattern, its plane index and a little noise."""
-    (z0, _), (y0, y1), (x0, x1) = block_info[None]["array-location"]
-    yy, xx = np.mgrid[y0:y1, x0:x1]
-    base = (200 + 800 * (np.sin(yy / 97.0) * np.cos(xx / 61.0)) ** 2).astype(np.uint16)
-    rng = np.random.default_rng(z0)
-    return np.stack([base + np.uint16(z) + rng.integers(0, 64, base.shape, dtype=np.uint16)
-                     for z in range(z0, z0 + block.shape[0])])
+    return _frames.scene_block(block_info[None]["array-location"])
 
 
 def source():
@@ -107,6 +112,43 @@ def equal(path, x):
 def report(what, ours, peer):
     print(f"{what:52s} retile {ours:7.2f} s ({gb / ours:5.2f} GB/s)  peer {peer:7.2f} s "
           f"({gb / peer:5.2f} GB/s)  ratio {peer / ours:5.2f}x", flush=True)
+
+
+def halved(block):
+    """The mean of each 2x2 of the last two dimensions (odd edges dropped)."""
+    h, w = block.shape[-2] // 2 * 2, block.shape[-1] // 2 * 2
+    b = block[..., :h, :w].astype(np.uint32)
+    return ((b[..., 0::2, 0::2] + b[..., 1::2, 0::2] + b[..., 0::2, 1::2] + b[..., 1::2, 1::2] + 2) // 4).astype(block.dtype)
+
+
+def codec_seconds(block, levels):
+    """c-blosc's seconds (one thread, numcodecs) compressing the tiles of
+    ``block`` and of its ``levels - 1`` halvings (made before the clock)."""
+    from numcodecs import Blosc, blosc
+    blosc.set_nthreads(1)
+    name, _, level = codec.partition(":")
+    c = Blosc(cname=name.split("-")[-1], clevel=int(level or 1), shuffle=Blosc.SHUFFLE)
+    pieces = [block]
+    for _ in range(levels - 1):
+        pieces.append(halved(pieces[-1]))
+    started = time.perf_counter()
+    for piece in pieces:
+        for index in np.ndindex(*(-(-n // t) for n, t in zip(piece.shape, tile))):
+            c.encode(np.ascontiguousarray(piece[tuple(slice(i * t, (i + 1) * t) for i, t in zip(index, tile))]))
+    return time.perf_counter() - started
+
+
+def codec_ceiling(client, x, levels):
+    """c-blosc alone on every level's bytes of a ``levels``-level mean
+    pyramid of ``x`` (each worker its own blocks, nothing moved), its
+    seconds summed and spread evenly over the cluster's threads: a bound
+    no writer using this codec beats. None for an uncompressed CODEC or
+    a codec other than blosc's."""
+    if not codec.startswith("blosc-"):
+        return None
+    seconds = x.map_blocks(lambda b: np.full((1,) * b.ndim, codec_seconds(b, levels)),
+                           chunks=(1,) * x.ndim, dtype=float).compute()
+    return float(seconds.sum()) / sum(client.nthreads().values())
 
 
 def compare(client):
@@ -174,6 +216,7 @@ def compare(client):
     try:
         import ome_zarr  # noqa: F401
     except ImportError:  # a host without it (on the device: bundle it with DASK=1 bench/device_bundle.sh)
+        theirs = None
         print(f"  4-level mean pyramid: retile {ours:.2f} s ({gb / ours:.2f} GB/s); ome-zarr-py is not "
               "installed here, so its write_image was not run", flush=True)
     else:
@@ -182,6 +225,11 @@ def compare(client):
         assert len(datasets) == 4, datasets
         assert equal(os.path.join(peer_out, datasets[0]["path"]), x), "ome-zarr-py's level 0 differs"
         report("4-level mean pyramid vs ome-zarr-py write_image", ours, theirs)
+    ceiling = codec_ceiling(client, x, levels=4)
+    if ceiling:
+        bound = "" if theirs is None else f"; no writer using this codec is more than {theirs / ceiling:.2f}x write_image"
+        print(f"  c-blosc alone on the pyramid's bytes, spread evenly over the workers: {ceiling:.2f} s "
+              f"({gb / ceiling:.2f} GB/s); retile at {ceiling / ours:.2f} of it{bound}", flush=True)
 
     src = os.path.join(work, "retile.zarr")
     new_tile = (tile[0] // 2 or 1, tile[1] * 2, tile[2] * 2)

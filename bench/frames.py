@@ -51,3 +51,15 @@ def frames_raw(work, planes, frame, dtype="uint16"):
 def frames_file(work, planes, height, width):
     """The path of `planes` frames of `height` x `width` u16 under `work`, page-cached."""
     return frames_raw(work, planes, (height, width), "uint16")
+
+
+def scene_block(location):
+    """The frames the Dask benchmarks make in their tasks, at `location`
+    (a dask block's ((z0, z1), (y0, y1), (x0, x1))): the scene, the plane's
+    index and noise seeded by z0."""
+    (z0, z1), (y0, y1), (x0, x1) = location
+    yy, xx = np.mgrid[y0:y1, x0:x1]
+    base = (200 + 800 * (np.sin(yy / 97.0) * np.cos(xx / 61.0)) ** 2).astype(np.uint16)
+    rng = np.random.default_rng(z0)
+    return np.stack([base + np.uint16(z) + rng.integers(0, 64, base.shape, dtype=np.uint16)
+                     for z in range(z0, z1)])

@@ -4,13 +4,14 @@ sys.path.insert(0, "bench")
 import dask, distributed, numpy as np
 import dask_peer as P   # reuses source(), cluster(), tile, shard, codec
 import retile.dask
+KW = dict(pyramid="mean", levels=4) if os.environ.get("PYR") == "1" else {}
 
 def run(client, x, label):
     out = P.fresh("diag.zarr")
     for rep in range(3):
         with distributed.get_task_stream(client) as ts:
             t = time.perf_counter()
-            retile.dask.to_zarr(x, out, tile=P.tile, shard=P.shard, codec=P.codec, overwrite=True)
+            retile.dask.to_zarr(x, out, tile=P.tile, shard=P.shard, codec=P.codec, overwrite=True, **KW)
             wall = time.perf_counter() - t
         per = collections.defaultdict(list)
         t0 = min(s["startstops"][0]["start"] for s in ts.data)
@@ -30,7 +31,7 @@ def run(client, x, label):
 
 if __name__ == "__main__":
     dask.config.set({"distributed.worker.daemon": True})
-    c, client = P.cluster(16)
+    c, client = P.cluster(int(os.environ.get("NW", "16")))
     try:
         x = P.source()
         run(client, x, "misaligned")

@@ -528,6 +528,7 @@ def run_small(script, tmp_path, **env):
 def test_the_peer_benchmark_runs_small_and_reads_every_store_back(tmp_path):
     lines = run_small("dask_peer.py", tmp_path, WORKERS="1,2").splitlines()
     assert sum("ratio" in line for line in lines) == 4, lines
+    assert sum("c-blosc alone on the pyramid's bytes" in line for line in lines) == 1, lines
     assert sum(line.startswith("scaling:") for line in lines) == 2, lines
 
 
