@@ -7,6 +7,8 @@ const AVX2_KERNELS: [&str; 2] = ["shuffle-avx2.c", "bitshuffle-avx2.c"];
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
+    // retile's change: c-blosc's own sources are edited here too (its zstd contexts)
+    println!("cargo:rerun-if-changed=c-blosc/blosc/blosc.c");
 
     let mut build = cc::Build::new();
 
