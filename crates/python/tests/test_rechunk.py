@@ -93,22 +93,23 @@ def test_what_is_not_an_array_or_a_cluster_is_refused(tmp_path):
         retile.rechunk(tmp_path / "src.zarr", tmp_path / "dst.zarr", tile=(1, 4, 4))
 
 
+@pytest.mark.parametrize("cname", ["zstd", "lz4hc"])
 @pytest.mark.parametrize("level", [1, 5, 9])
 @pytest.mark.parametrize("dtype", ["u2", "f8"])
-def test_blosc_zstd_written_by_either_side_reads_back_on_the_other(tmp_path, level, dtype):
-    """c-blosc's zstd contexts, one per thread in retile's copy (made once,
-    reused for every block, level and size): numcodecs' blosc-zstd chunks
-    decompressed on 4 of retile's threads and retile's compressed on 4,
-    both read back equal by the other side."""
+def test_blosc_written_by_either_side_reads_back_on_the_other(tmp_path, cname, level, dtype):
+    """c-blosc's zstd contexts and lz4hc states, one per thread in retile's
+    copy (made once, reused for every block, level and size): numcodecs'
+    chunks decompressed on 4 of retile's threads and retile's compressed on
+    4, both read back equal by the other side."""
     rng = np.random.default_rng(level)
     smooth = np.cumsum(rng.integers(-3, 4, size=(40, 33, 47)), axis=2)
     data = (smooth + rng.integers(0, 8, size=smooth.shape)).astype(dtype)
     src = zarr.create_array(str(tmp_path / "src.zarr"), shape=data.shape, chunks=(7, 11, 13), dtype=data.dtype,
-                            compressors=[zarr.codecs.BloscCodec(cname="zstd", clevel=level, shuffle="shuffle")])
+                            compressors=[zarr.codecs.BloscCodec(cname=cname, clevel=level, shuffle="shuffle")])
     src[...] = data
     dst = tmp_path / "dst.zarr"
     retile.rechunk(str(tmp_path / "src.zarr"), str(dst), tile=(5, 16, 16), shard=(2, 1, 2),
-                   codec=f"blosc-zstd:{level}", threads=4)
+                   codec=f"blosc-{cname}:{level}", threads=4)
     assert np.array_equal(zarr.open_array(str(dst), mode="r")[...], data)
     again = tmp_path / "again.zarr"
     retile.rechunk(str(dst), str(again), tile=(3, 33, 7), codec="none", threads=4)

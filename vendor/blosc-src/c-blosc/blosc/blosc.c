@@ -409,6 +409,68 @@ return code;
 }
 
 
+/* retile's change (vendor/blosc-src/README.md): codec contexts kept per
+   thread. c-blosc 1.21 compressed every block with ZSTD_compress and
+   LZ4_compress_HC and decompressed it with ZSTD_decompress, each of which
+   makes and frees a context or state for the call (176 KiB for zstd at
+   level 1, 256 KiB for lz4hc). Where glibc serves such allocations by mmap
+   (always, once MALLOC_TRIM_THRESHOLD_ is set, as Dask's workers set it),
+   every block cost two system calls and its page faults, and the codec
+   ran at half its speed. Here each thread makes each kind once, on first
+   use, and a pthread_key destructor frees it when the thread ends; where
+   none can be made (and on Windows) the old calls run. The bytes written
+   are the same: the old calls are these on a fresh context. */
+enum { CODEC_ZSTD_CCTX, CODEC_ZSTD_DCTX, CODEC_LZ4HC_STATE, CODEC_CONTEXT_KINDS };
+
+static void free_zstd_cctx(void* context) {
+#if defined(HAVE_ZSTD)
+  ZSTD_freeCCtx((ZSTD_CCtx*)context);
+#else
+  (void)context;
+#endif
+}
+
+static void free_zstd_dctx(void* context) {
+#if defined(HAVE_ZSTD)
+  ZSTD_freeDCtx((ZSTD_DCtx*)context);
+#else
+  (void)context;
+#endif
+}
+
+#if defined(_WIN32)
+static void* codec_context(int kind, void* (*make)(void), void (*release)(void*)) {
+  (void)kind; (void)make; (void)release;
+  return NULL;
+}
+#else
+static pthread_key_t codec_context_keys[CODEC_CONTEXT_KINDS];
+static pthread_once_t codec_context_once = PTHREAD_ONCE_INIT;
+static int codec_contexts_made = 0;
+
+static void make_codec_context_keys(void) {
+  codec_contexts_made =
+      pthread_key_create(&codec_context_keys[CODEC_ZSTD_CCTX], free_zstd_cctx) == 0 &&
+      pthread_key_create(&codec_context_keys[CODEC_ZSTD_DCTX], free_zstd_dctx) == 0 &&
+      pthread_key_create(&codec_context_keys[CODEC_LZ4HC_STATE], free) == 0;
+}
+
+/* This thread's context of `kind`, made by `make` on first use (and freed
+   by `release` if it cannot be kept), or NULL where none can be made. */
+static void* codec_context(int kind, void* (*make)(void), void (*release)(void*)) {
+  void* context;
+  pthread_once(&codec_context_once, make_codec_context_keys);
+  if (!codec_contexts_made) return NULL;
+  context = pthread_getspecific(codec_context_keys[kind]);
+  if (context == NULL && (context = make()) != NULL &&
+      pthread_setspecific(codec_context_keys[kind], context) != 0) {
+    release(context);
+    context = NULL;
+  }
+  return context;
+}
+#endif
+
 #if defined(HAVE_LZ4)
 static int lz4_wrap_compress(const char* input, size_t input_length,
                              char* output, size_t maxout, int accel)
@@ -419,16 +481,21 @@ static int lz4_wrap_compress(const char* input, size_t input_length,
   return cbytes;
 }
 
+static void* make_lz4hc_state(void) { return malloc((size_t)LZ4_sizeofStateHC()); }
+
 static int lz4hc_wrap_compress(const char* input, size_t input_length,
                                char* output, size_t maxout, int clevel)
 {
   int cbytes;
+  void* state;
   if (input_length > (size_t)(UINT32_C(2)<<30))
     return -1;   /* input larger than 2 GB is not supported */
   /* clevel for lz4hc goes up to 12, at least in LZ4 1.7.5
    * but levels larger than 9 do not buy much compression. */
-  cbytes = LZ4_compress_HC(input, output, (int)input_length, (int)maxout,
-                           clevel);
+  state = codec_context(CODEC_LZ4HC_STATE, make_lz4hc_state, free);
+  cbytes = state != NULL
+      ? LZ4_compress_HC_extStateHC(state, input, output, (int)input_length, (int)maxout, clevel)
+      : LZ4_compress_HC(input, output, (int)input_length, (int)maxout, clevel);
   return cbytes;
 }
 
@@ -496,63 +563,13 @@ static int zlib_wrap_decompress(const void* input, int compressed_length,
 #endif /*  HAVE_ZLIB */
 
 #if defined(HAVE_ZSTD)
-/* retile's change (vendor/blosc-src/README.md): each thread compresses and
-   decompresses with one zstd context of its own, made on first use and
-   freed when the thread ends, where ZSTD_compress and ZSTD_decompress made
-   and freed one for every block (a 176 KiB allocation at level 1). Where
-   glibc serves such allocations by mmap (always, once MALLOC_TRIM_THRESHOLD_
-   is set, as Dask's workers set it), every block cost two system calls and
-   43 page faults, and the codec ran at half its speed. The bytes written
-   are the same: ZSTD_compress is ZSTD_compressCCtx on a fresh context. */
-#if defined(_WIN32)
-static ZSTD_CCtx* zstd_thread_cctx(void) { return NULL; }
-static ZSTD_DCtx* zstd_thread_dctx(void) { return NULL; }
-#else
-static pthread_key_t zstd_cctx_key, zstd_dctx_key;
-static pthread_once_t zstd_keys_once = PTHREAD_ONCE_INIT;
-static int zstd_keys_made = 0;
-
-static void zstd_free_cctx(void* cctx) { ZSTD_freeCCtx((ZSTD_CCtx*)cctx); }
-static void zstd_free_dctx(void* dctx) { ZSTD_freeDCtx((ZSTD_DCtx*)dctx); }
-
-static void zstd_make_keys(void) {
-  zstd_keys_made = pthread_key_create(&zstd_cctx_key, zstd_free_cctx) == 0 &&
-                   pthread_key_create(&zstd_dctx_key, zstd_free_dctx) == 0;
-}
-
-/* This thread's compression context, or NULL where none can be made. */
-static ZSTD_CCtx* zstd_thread_cctx(void) {
-  ZSTD_CCtx* cctx;
-  pthread_once(&zstd_keys_once, zstd_make_keys);
-  if (!zstd_keys_made) return NULL;
-  cctx = (ZSTD_CCtx*)pthread_getspecific(zstd_cctx_key);
-  if (cctx == NULL && (cctx = ZSTD_createCCtx()) != NULL &&
-      pthread_setspecific(zstd_cctx_key, cctx) != 0) {
-    ZSTD_freeCCtx(cctx);
-    cctx = NULL;
-  }
-  return cctx;
-}
-
-/* This thread's decompression context, or NULL where none can be made. */
-static ZSTD_DCtx* zstd_thread_dctx(void) {
-  ZSTD_DCtx* dctx;
-  pthread_once(&zstd_keys_once, zstd_make_keys);
-  if (!zstd_keys_made) return NULL;
-  dctx = (ZSTD_DCtx*)pthread_getspecific(zstd_dctx_key);
-  if (dctx == NULL && (dctx = ZSTD_createDCtx()) != NULL &&
-      pthread_setspecific(zstd_dctx_key, dctx) != 0) {
-    ZSTD_freeDCtx(dctx);
-    dctx = NULL;
-  }
-  return dctx;
-}
-#endif
+static void* make_zstd_cctx(void) { return ZSTD_createCCtx(); }
+static void* make_zstd_dctx(void) { return ZSTD_createDCtx(); }
 
 static int zstd_wrap_compress(const char* input, size_t input_length,
                               char* output, size_t maxout, int clevel) {
   size_t code;
-  ZSTD_CCtx* cctx = zstd_thread_cctx();
+  ZSTD_CCtx* cctx = (ZSTD_CCtx*)codec_context(CODEC_ZSTD_CCTX, make_zstd_cctx, free_zstd_cctx);
   clevel = (clevel < 9) ? clevel * 2 - 1 : ZSTD_maxCLevel();
   /* Make the level 8 close enough to maxCLevel */
   if (clevel == 8) clevel = ZSTD_maxCLevel() - 2;
@@ -568,7 +585,7 @@ static int zstd_wrap_compress(const char* input, size_t input_length,
 static int zstd_wrap_decompress(const void* input, int compressed_length,
                                 void* output, int maxout) {
   size_t code;
-  ZSTD_DCtx* dctx = zstd_thread_dctx();
+  ZSTD_DCtx* dctx = (ZSTD_DCtx*)codec_context(CODEC_ZSTD_DCTX, make_zstd_dctx, free_zstd_dctx);
   code = dctx != NULL
       ? ZSTD_decompressDCtx(dctx, (void*)output, maxout, (void*)input, compressed_length)
       : ZSTD_decompress((void*)output, maxout, (void*)input, compressed_length);
