@@ -95,22 +95,25 @@ def test_what_is_not_an_array_or_a_cluster_is_refused(tmp_path):
 
 @pytest.mark.parametrize("cname", ["zstd", "lz4hc"])
 @pytest.mark.parametrize("level", [1, 5, 9])
-@pytest.mark.parametrize("dtype", ["u2", "f8"])
-def test_blosc_written_by_either_side_reads_back_on_the_other(tmp_path, cname, level, dtype):
+@pytest.mark.parametrize("rank", [1, 2, 3, 4, 5])
+def test_blosc_written_by_either_side_reads_back_on_the_other(tmp_path, cname, level, rank):
     """c-blosc's zstd contexts and lz4hc states, one per thread in retile's
     copy (made once, reused for every block, level and size): numcodecs'
     chunks decompressed on 4 of retile's threads and retile's compressed on
-    4, both read back equal by the other side."""
-    rng = np.random.default_rng(level)
-    smooth = np.cumsum(rng.integers(-3, 4, size=(40, 33, 47)), axis=2)
-    data = (smooth + rng.integers(0, 8, size=smooth.shape)).astype(dtype)
-    src = zarr.create_array(str(tmp_path / "src.zarr"), shape=data.shape, chunks=(7, 11, 13), dtype=data.dtype,
+    4, both read back equal by the other side, at every rank."""
+    rng = np.random.default_rng(10 * level + rank)
+    shape = [(3000,), (40, 61), (40, 33, 47), (6, 7, 33, 20), (3, 4, 5, 16, 12)][rank - 1]
+    smooth = np.cumsum(rng.integers(-3, 4, size=shape), axis=-1)
+    data = (smooth + rng.integers(0, 8, size=shape)).astype(["u2", "f8"][rank % 2])
+    chunks = tuple(max(1, n // 3) for n in shape)
+    src = zarr.create_array(str(tmp_path / "src.zarr"), shape=data.shape, chunks=chunks, dtype=data.dtype,
                             compressors=[zarr.codecs.BloscCodec(cname=cname, clevel=level, shuffle="shuffle")])
     src[...] = data
     dst = tmp_path / "dst.zarr"
-    retile.rechunk(str(tmp_path / "src.zarr"), str(dst), tile=(5, 16, 16), shard=(2, 1, 2),
+    tile = [max(1, n // 2) for n in shape]
+    retile.rechunk(str(tmp_path / "src.zarr"), str(dst), tile=tile, shard=[2] + [1] * (rank - 1),
                    codec=f"blosc-{cname}:{level}", threads=4)
     assert np.array_equal(zarr.open_array(str(dst), mode="r")[...], data)
     again = tmp_path / "again.zarr"
-    retile.rechunk(str(dst), str(again), tile=(3, 33, 7), codec="none", threads=4)
+    retile.rechunk(str(dst), str(again), tile=[max(1, n // 4) for n in shape], codec="none", threads=4)
     assert np.array_equal(zarr.open_array(str(again), mode="r")[...], data)
