@@ -13,6 +13,12 @@ import numpy as np
 DTYPES = ("uint8", "uint16", "float32")
 
 
+def _scene(rows, columns):
+    """The smooth scene (u16) at rows `rows` and columns `columns` ((start, end) each)."""
+    yy, xx = np.mgrid[rows[0]:rows[1], columns[0]:columns[1]]
+    return (200 + 800 * (np.sin(yy / 97.0) * np.cos(xx / 61.0)) ** 2).astype(np.uint16)
+
+
 def _plane(scene, rng, t, dtype):
     """One plane of `scene`'s shape in `dtype`: the scene, noise, the drift."""
     noise = rng.integers(0, 64, size=scene.shape, dtype=np.uint16)
@@ -35,8 +41,7 @@ def frames_raw(work, planes, frame, dtype="uint16"):
     raw = os.path.join(work, name)
     if not os.path.exists(raw):
         rng = np.random.default_rng(7)
-        yy, xx = np.mgrid[0:frame[-2], 0:frame[-1]]
-        scene = (200 + 800 * (np.sin(yy / 97.0) * np.cos(xx / 61.0)) ** 2).astype(np.uint16)
+        scene = _scene((0, frame[-2]), (0, frame[-1]))
         channels = frame[0] if len(frame) == 3 else 1
         scenes = [scene + np.uint16(100 * k) for k in range(channels)]
         with open(raw + ".part", "wb") as f:
@@ -57,9 +62,8 @@ def scene_block(location):
     """The frames the Dask benchmarks make in their tasks, at `location`
     (a dask block's ((z0, z1), (y0, y1), (x0, x1))): the scene, the plane's
     index and noise seeded by z0."""
-    (z0, z1), (y0, y1), (x0, x1) = location
-    yy, xx = np.mgrid[y0:y1, x0:x1]
-    base = (200 + 800 * (np.sin(yy / 97.0) * np.cos(xx / 61.0)) ** 2).astype(np.uint16)
+    (z0, z1), rows, columns = location
+    base = _scene(rows, columns)
     rng = np.random.default_rng(z0)
     return np.stack([base + np.uint16(z) + rng.integers(0, 64, base.shape, dtype=np.uint16)
                      for z in range(z0, z1)])
