@@ -123,6 +123,28 @@ def halved(block):
     return ((b[..., 0::2, 0::2] + b[..., 1::2, 0::2] + b[..., 0::2, 1::2] + b[..., 1::2, 1::2] + 2) // 4).astype(block.dtype)
 
 
+def mean_halved(block):
+    """retile's mean halving of the last two dimensions (even extents):
+    the mean of each 2x2, rounded half to even."""
+    b = block.astype(np.uint32)
+    total = b[..., 0::2, 0::2] + b[..., 1::2, 0::2] + b[..., 0::2, 1::2] + b[..., 1::2, 1::2]
+    q, r = total // 4, total % 4
+    return (q + ((r > 2) | ((r == 2) & (q % 2 == 1)))).astype(block.dtype)
+
+
+def levels_halve(path, levels):
+    """Each level k >= 1 of the pyramid at `path` is level k - 1 halved,
+    checked on the cluster."""
+    for k in range(1, levels):
+        parent = da.from_zarr(os.path.join(path, str(k - 1)))
+        parent = parent.rechunk((parent.chunks[0][0], -1, -1))
+        child = parent.map_blocks(mean_halved, chunks=(parent.chunks[0], (parent.shape[1] // 2,),
+                                                      (parent.shape[2] // 2,)))
+        if not bool((da.from_zarr(os.path.join(path, str(k))) == child).all().compute()):
+            return False
+    return True
+
+
 def codec_seconds(block, levels):
     """c-blosc's seconds (one thread, numcodecs) compressing the tiles of
     ``block`` and of its ``levels - 1`` halvings (made before the clock)."""
@@ -203,6 +225,7 @@ def compare(client):
     group = zarr.open_group(out, mode="r")
     assert [group[str(k)].shape[1] for k in range(4)] == [-(-size // 2**k) for k in range(4)]
     assert equal(os.path.join(out, "0"), x), "retile's level 0 differs"
+    assert levels_halve(out, 4), "a level of retile's pyramid is not its parent halved"
     peer_out = fresh("ome-zarr-py.zarr")
 
     def ome():

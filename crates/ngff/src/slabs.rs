@@ -13,9 +13,11 @@
 //! file of its block whole, so a task that fails or is run again leaves,
 //! once it succeeds, the same files.
 
+use retile_halving::{halve_planes, Halving};
 use retile_plan::{Sink, StreamError, StreamPlan, StreamSpec};
 use retile_pyramid::{Backend, MultiscaleStream, PyramidOptions};
 use retile_store::{Group, StoreRoot, ZarrOptions, ZarrSink};
+use retile_tiler::thread_pool;
 
 use crate::open::{Image, Output};
 
@@ -124,15 +126,71 @@ impl SlabJob {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn block_units(&self) -> Vec<u64> {
+        self.level_units(0)
+    }
+
+    /// The elements, of level `level`, a box written from that level on
+    /// ([`SlabJob::write_levels`]) starts at a multiple of: a file, times
+    /// `2^(levels-1-level)` along the halved dimensions, so that the box
+    /// is whole files of every level from `level` on.
+    ///
+    /// ```
+    /// use retile_ngff::{ArrayOptions, SlabJob};
+    /// use retile_pyramid::Backend;
+    /// use retile_store::ZarrOptions;
+    /// let options = ArrayOptions { shape: vec![6, 64], tile: vec![2, 4], dtype: "u8".into(),
+    ///                              pyramid: Some("mean".into()), levels: Some(3), ..Default::default() };
+    /// let store = ZarrOptions { path: std::env::temp_dir().join("retile-level-units-doc"), ..Default::default() };
+    /// let job = SlabJob::new(options.resolve(Some(store), Backend::Cpu { threads: 1 })?)?;
+    /// assert_eq!((job.level_units(0), job.level_units(1), job.level_units(2)), (vec![2, 16], vec![2, 8], vec![2, 4]));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn level_units(&self, level: usize) -> Vec<u64> {
+        let below = self.levels.len().saturating_sub(level + 1).min(62);
+        self.files()
+            .into_iter()
+            .zip(&self.halved)
+            .map(|(file, &h)| match h {
+                true => file.saturating_mul(1 << below),
+                false => file,
+            })
+            .collect()
+    }
+
+    /// The elements a block of level 0 alone ([`SlabJob::write_top`])
+    /// starts at a multiple of: a file, made even along the halved
+    /// dimensions, so that the block halves as the whole array does.
+    ///
+    /// ```
+    /// use retile_ngff::{ArrayOptions, SlabJob};
+    /// use retile_pyramid::Backend;
+    /// use retile_store::ZarrOptions;
+    /// let options = ArrayOptions { shape: vec![6, 64], tile: vec![3, 5], dtype: "u8".into(),
+    ///                              pyramid: Some("mean".into()), levels: Some(3), ..Default::default() };
+    /// let store = ZarrOptions { path: std::env::temp_dir().join("retile-top-units-doc"), ..Default::default() };
+    /// let job = SlabJob::new(options.resolve(Some(store), Backend::Cpu { threads: 1 })?)?;
+    /// assert_eq!(job.top_units(), vec![3, 10]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn top_units(&self) -> Vec<u64> {
+        self.files()
+            .into_iter()
+            .zip(&self.halved)
+            .map(|(file, &h)| match h && file % 2 == 1 {
+                true => file.saturating_mul(2),
+                false => file,
+            })
+            .collect()
+    }
+
+    /// The elements of one file (the tile times the shard) along each
+    /// dimension.
+    fn files(&self) -> Vec<u64> {
         let shard = self.zarr.shard.as_deref();
         (0..self.spec.shape().len())
             .map(|d| {
-                let file = self.spec.tile()[d]
-                    .saturating_mul(shard.and_then(|s| s.get(d).copied()).unwrap_or(1));
-                match self.halved[d] {
-                    true => file.saturating_mul(1 << (self.levels.len() - 1).min(62)),
-                    false => file,
-                }
+                self.spec.tile()[d]
+                    .saturating_mul(shard.and_then(|s| s.get(d).copied()).unwrap_or(1))
             })
             .collect()
     }
@@ -182,7 +240,7 @@ impl SlabJob {
     /// level's epoch buffers and what passes between levels.
     pub fn stream_memory(&self) -> Result<u64, StreamError> {
         self.pyramid
-            .memory_bytes(&self.block_spec(self.spec.shape())?)
+            .memory_bytes(&self.block_spec(self.spec.shape(), self.levels.len())?)
     }
 
     /// The caller's start: the store made ready and locked (new, or
@@ -286,18 +344,132 @@ impl SlabJob {
         data: &[u8],
         backend: Backend,
     ) -> Result<retile_plan::Summary, StreamError> {
-        let elements = shape.iter().try_fold(1u64, |n, &e| n.checked_mul(e));
-        let bytes = elements.and_then(|n| n.checked_mul(self.spec.dtype().size() as u64));
-        if bytes != Some(data.len() as u64) {
+        self.write_levels(0, origin, shape, data, backend)
+    }
+
+    /// A task's work in the second phase of a pyramid written in two
+    /// (after [`SlabJob::write_top`]): `data` (C order, native byte order)
+    /// as the box of shape `shape` at element `origin` of level `level`,
+    /// with every level below it, written into the store the caller made
+    /// ready. Refused unless the box starts at a multiple of
+    /// [`SlabJob::level_units`] of that level along every dimension and
+    /// ends at one or at the level's end. Returns the box's summary, its
+    /// levels from `level` on.
+    ///
+    /// ```
+    /// use retile_ngff::{ArrayOptions, SlabJob};
+    /// use retile_pyramid::Backend;
+    /// use retile_store::ZarrOptions;
+    /// let dir = std::env::temp_dir().join(format!("retile-levels-doc-{}", std::process::id()));
+    /// let options = ArrayOptions { shape: vec![2, 8], tile: vec![1, 2], dtype: "u8".into(),
+    ///                              pyramid: Some("mean".into()), levels: Some(3), ..Default::default() };
+    /// let store = ZarrOptions { path: dir.join("a.zarr"), overwrite: true, ..Default::default() };
+    /// let job = SlabJob::new(options.resolve(Some(store), Backend::Cpu { threads: 1 })?)?;
+    /// let store = job.begin()?;
+    /// let cpu = Backend::Cpu { threads: 1 };
+    /// let mut level1 = Vec::new();
+    /// for first in [0, 4] { // phase one: level 0 in blocks, each handing on its level 1
+    ///     let data: Vec<u8> = (0..8).map(|i| (i % 4 + first) as u8 * 2).collect();
+    ///     let (_, child) = job.write_top(&[0, first], &[2, 4], &data, cpu)?;
+    ///     level1.push(child);
+    /// }
+    /// // phase two: level 1's box (whole rows here), and level 2 from it
+    /// let rows: Vec<u8> = [&level1[0][..2], &level1[1][..2], &level1[0][2..], &level1[1][2..]].concat();
+    /// assert_eq!(rows, [1, 5, 9, 13, 1, 5, 9, 13]);
+    /// let summary = job.write_levels(1, &[0, 0], &[2, 4], &rows, cpu)?;
+    /// assert_eq!(summary.levels.len(), 2);
+    /// store.finish()?;
+    /// # std::fs::remove_dir_all(&dir).ok();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn write_levels(
+        &self,
+        level: usize,
+        origin: &[u64],
+        shape: &[u64],
+        data: &[u8],
+        backend: Backend,
+    ) -> Result<retile_plan::Summary, StreamError> {
+        if level >= self.levels.len() {
             return Err(StreamError::Invalid(format!(
-                "a block of shape {shape:?} is {} bytes; {} bytes were given",
-                bytes.map_or("too many".to_string(), |b| b.to_string()),
-                data.len()
+                "the job's levels are 0 to {}; it has no level {level}",
+                self.levels.len() - 1
             )));
         }
-        let mut stream = self.open_block(origin, shape, backend)?;
+        self.check_box(level, origin, shape, &self.level_units(level), true)?;
+        self.check_bytes(shape, data)?;
+        let levels = self.levels.len() - level;
+        let mut stream = self.open_levels(level, levels, origin, shape, backend)?;
         stream.append(data)?;
         stream.finish()
+    }
+
+    /// A task's work in the first phase of a pyramid written in two: `data`
+    /// (C order, native byte order) as the box of shape `shape` at element
+    /// `origin` of level 0, written there alone, and the box halved into
+    /// level 1 returned (C order, its shape that of `shape` halved along
+    /// the halved dimensions, rounded up) for [`SlabJob::write_levels`] to
+    /// write the levels below. A block of level 0 alone needs to be whole
+    /// files of that level only ([`SlabJob::top_units`]), so a pyramid can
+    /// be cut into as many blocks as its array has shards. Refused for a
+    /// job of one level. Returns the block's summary (level 0 only) and
+    /// level 1's box. See [`SlabJob::write_levels`] for an example.
+    pub fn write_top(
+        &self,
+        origin: &[u64],
+        shape: &[u64],
+        data: &[u8],
+        backend: Backend,
+    ) -> Result<(retile_plan::Summary, Vec<u8>), StreamError> {
+        if self.levels.len() < 2 {
+            return Err(StreamError::Invalid(
+                "a job of one level has no level 1 to hand on: write its blocks with write_block"
+                    .into(),
+            ));
+        }
+        self.check_box(0, origin, shape, &self.top_units(), false)?;
+        self.check_bytes(shape, data)?;
+        let mut stream = self.open_levels(0, 1, origin, shape, backend)?;
+        stream.append(data)?;
+        let summary = stream.finish()?;
+        Ok((summary, self.halved_block(shape, data, backend)?))
+    }
+
+    /// Level 1 of the level-0 box of shape `shape` holding `data`.
+    fn halved_block(
+        &self,
+        shape: &[u64],
+        data: &[u8],
+        backend: Backend,
+    ) -> Result<Vec<u8>, StreamError> {
+        let halving = Halving::new(&shape[1..], &self.halved[1..]);
+        let per_group: u64 = if self.halved[0] { 2 } else { 1 };
+        let size = self.spec.dtype().size();
+        let len = (shape[0].div_ceil(per_group) as usize)
+            .saturating_mul(halving.child_elements())
+            .saturating_mul(size);
+        let mut child = vec![0u64; len.div_ceil(8)];
+        let dst = &mut bytemuck::cast_slice_mut::<u64, u8>(&mut child)[..len];
+        // the halving reads elements: a misaligned buffer is copied first
+        let copy: Vec<u64>;
+        let src = match (data.as_ptr() as usize).is_multiple_of(size) {
+            true => data,
+            false => {
+                let mut words = vec![0u64; data.len().div_ceil(8)];
+                bytemuck::cast_slice_mut::<u64, u8>(&mut words)[..data.len()].copy_from_slice(data);
+                copy = words;
+                &bytemuck::cast_slice::<u64, u8>(&copy)[..data.len()]
+            }
+        };
+        let threads = match backend {
+            Backend::Cpu { threads } => threads,
+            Backend::Cuda => 0,
+        };
+        let method = self.pyramid.method;
+        let dtype = self.spec.dtype();
+        thread_pool(threads)?
+            .install(|| halve_planes(method, dtype, &halving, per_group as usize, src, dst))?;
+        Ok(dst.to_vec())
     }
 
     /// A task's stream of `planes` planes from `first_plane` on, for the
@@ -310,7 +482,8 @@ impl SlabJob {
         backend: Backend,
     ) -> Result<MultiscaleStream, StreamError> {
         let (origin, shape) = self.slab_box(first_plane, planes);
-        self.open_block(&origin, &shape, backend)
+        self.check_box(0, &origin, &shape, &self.block_units(), true)?;
+        self.open_levels(0, self.levels.len(), &origin, &shape, backend)
     }
 
     /// The block of `planes` whole planes from `first_plane` on: its
@@ -323,17 +496,23 @@ impl SlabJob {
         (origin, shape)
     }
 
-    /// A task's stream of the box of shape `shape` at element `origin`,
-    /// for the task to append its planes to and finish; checked as
-    /// [`SlabJob::write_block`] says.
-    fn open_block(
+    /// A task's stream of the box of shape `shape` at element `origin` of
+    /// level `level`, writing `levels` levels from it on, for the task to
+    /// append the box's elements to and finish.
+    fn open_levels(
         &self,
+        level: usize,
+        levels: usize,
         origin: &[u64],
         shape: &[u64],
         backend: Backend,
     ) -> Result<MultiscaleStream, StreamError> {
-        self.check_block(origin, shape)?;
-        let spec = self.block_spec(shape)?;
+        let spec = self.block_spec(shape, levels)?;
+        let pyramid = PyramidOptions {
+            levels: Some(levels),
+            downsample: Some(self.halved.clone()),
+            ..self.pyramid.clone()
+        };
         let origin_of = |k: usize| -> Vec<u64> {
             origin
                 .iter()
@@ -342,9 +521,9 @@ impl SlabJob {
                 .collect()
         };
         let image = image_of(&self.output, &self.spec, &self.zarr)?;
-        MultiscaleStream::new(spec, &self.fill, backend, &self.pyramid, |k, _| {
+        MultiscaleStream::new(spec, &self.fill, backend, &pyramid, |k, _| {
             let options = match &image {
-                Some(image) => image.slab_options(&self.zarr, k),
+                Some(image) => image.slab_options(&self.zarr, level + k),
                 None => ZarrOptions {
                     user: None,
                     ..self.zarr.clone()
@@ -354,24 +533,46 @@ impl SlabJob {
         })
     }
 
-    /// The stream of a block of shape `shape`: bounded without a pyramid
-    /// (so that a block of one epoch holds one epoch buffer), unbounded
-    /// with one (a slab's levels are counted from the whole array, not
-    /// from the slab).
-    fn block_spec(&self, shape: &[u64]) -> Result<StreamSpec, StreamError> {
+    /// The stream of a box of shape `shape` writing `levels` levels:
+    /// bounded for one level (so that a block of one epoch holds one epoch
+    /// buffer), unbounded for more (a box's levels are counted from the
+    /// whole array, not from the box).
+    fn block_spec(&self, shape: &[u64], levels: usize) -> Result<StreamSpec, StreamError> {
         let mut shape = shape.to_vec();
-        if self.levels.len() > 1 {
+        if levels > 1 {
             shape[0] = 0;
         }
         StreamSpec::new(self.spec.dtype(), shape, self.spec.tile().to_vec())?
             .with_epoch_buffers(self.spec.epoch_buffers())
     }
 
-    /// Refuses a block that does not start (and end, unless at the
-    /// array's end) at a multiple of [`SlabJob::block_units`] along every
-    /// dimension, is empty, or goes beyond the array.
-    fn check_block(&self, origin: &[u64], shape: &[u64]) -> Result<(), StreamError> {
-        let (units, total) = (self.block_units(), self.spec.shape());
+    /// Refuses `data` unless it is the bytes of a box of shape `shape`.
+    fn check_bytes(&self, shape: &[u64], data: &[u8]) -> Result<(), StreamError> {
+        let elements = shape.iter().try_fold(1u64, |n, &e| n.checked_mul(e));
+        let bytes = elements.and_then(|n| n.checked_mul(self.spec.dtype().size() as u64));
+        match bytes == Some(data.len() as u64) {
+            true => Ok(()),
+            false => Err(StreamError::Invalid(format!(
+                "a block of shape {shape:?} is {} bytes; {} bytes were given",
+                bytes.map_or("too many".to_string(), |b| b.to_string()),
+                data.len()
+            ))),
+        }
+    }
+
+    /// Refuses a box of level `level` that does not start (and end, unless
+    /// at the level's end) at a multiple of `units` along every dimension,
+    /// is empty, or goes beyond the level; and, where `narrow` is refused,
+    /// one narrower than a unit along a halved dimension below the first.
+    fn check_box(
+        &self,
+        level: usize,
+        origin: &[u64],
+        shape: &[u64],
+        units: &[u64],
+        narrow: bool,
+    ) -> Result<(), StreamError> {
+        let total = self.levels[level].shape();
         if origin.len() != total.len() || shape.len() != total.len() {
             return Err(StreamError::Invalid(format!(
                 "a block of the array's {} dimensions has an origin and a shape of {} each, not {} and {}",
@@ -390,7 +591,11 @@ impl SlabJob {
             };
             if shape[d] == 0 || end > whole {
                 return Err(StreamError::Invalid(format!(
-                    "a block of {what} {first}..{end} along dimension {d} is not a non-empty part of the array's {whole}"
+                    "a block of {what} {first}..{end} along dimension {d} is not a non-empty part of the {} {whole}",
+                    match level {
+                        0 => "array's".to_string(),
+                        _ => format!("level {level}'s"),
+                    }
                 )));
             }
             if !first.is_multiple_of(unit) || (!end.is_multiple_of(unit) && end != whole) {
@@ -399,12 +604,12 @@ impl SlabJob {
                     _ => ("a block", "a shard"),
                 };
                 return Err(StreamError::Invalid(format!(
-                    "{part} starts and ends at a multiple of {unit} {what} along dimension {d} ({files} of every level), or at the array's end ({whole}); {what} {first}..{end} do not"
+                    "{part} starts and ends at a multiple of {unit} {what} along dimension {d} ({files} of every level it writes), or at the end ({whole}); {what} {first}..{end} do not"
                 )));
             }
             // a block narrower than a unit along a halved dimension could
             // reach an extent of 1 before the last level, which halves nothing
-            if d > 0 && self.halved[d] && shape[d] < unit.min(whole) {
+            if narrow && d > 0 && self.halved[d] && shape[d] < unit.min(whole) {
                 return Err(StreamError::Invalid(format!(
                     "a block of a pyramid is at least {} elements along dimension {d}, which its levels halve; {} were given",
                     unit.min(whole),

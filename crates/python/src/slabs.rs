@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyBytes, PyDict};
 use retile_rechunk::{read_depth, rechunk_slab, slab_job};
 use retile_stream::{ArrayOptions, Backend, JobStore, S3Options, SlabJob, ZarrOptions};
 
@@ -147,6 +147,20 @@ impl PySlabJob {
         self.job.block_units()
     }
 
+    /// Blocks written by ``write_top`` start (and end, but at the array's
+    /// end) at multiples of these many elements: whole files of level 0,
+    /// even along the halved dimensions.
+    #[getter]
+    fn top_units(&self) -> Vec<u64> {
+        self.job.top_units()
+    }
+
+    /// Boxes of level `level` written by ``write_levels`` start (and end,
+    /// but at the level's end) at multiples of these many elements.
+    fn level_units(&self, level: usize) -> Vec<u64> {
+        self.job.level_units(level)
+    }
+
     /// Whether the levels halve each dimension (a block of a pyramid is at
     /// least a unit, or the array's extent, wide along a halved dimension
     /// below the first).
@@ -247,6 +261,46 @@ impl PySlabJob {
     ) -> PyResult<Bound<'py, PyDict>> {
         self.write_held(py, data, |job, bytes, backend| {
             job.write_block(&origin, &shape, bytes, backend)
+        })
+    }
+
+    /// A first-phase task's work for a pyramid written in two: `data` (a
+    /// C-contiguous buffer of the array's dtype) as the box of shape
+    /// `shape` at element `origin`, written into level 0 alone with the
+    /// GIL released; returns the block's summary and the box halved into
+    /// level 1 (bytes, C order).
+    fn write_top<'py>(
+        &self,
+        py: Python<'py>,
+        origin: Vec<u64>,
+        shape: Vec<u64>,
+        data: &Bound<'py, PyAny>,
+    ) -> PyResult<(Bound<'py, PyDict>, Bound<'py, PyBytes>)> {
+        let mut child = Vec::new();
+        let summary = self.write_held(py, data, |job, bytes, backend| {
+            job.write_top(&origin, &shape, bytes, backend)
+                .map(|(summary, level1)| {
+                    child = level1;
+                    summary
+                })
+        })?;
+        Ok((summary, PyBytes::new(py, &child)))
+    }
+
+    /// A second-phase task's work: `data` (a C-contiguous buffer of the
+    /// array's dtype) as the box of shape `shape` at element `origin` of
+    /// level `level`, written with every level below it, the GIL released;
+    /// returns the box's summary (its levels from `level` on).
+    fn write_levels<'py>(
+        &self,
+        py: Python<'py>,
+        level: usize,
+        origin: Vec<u64>,
+        shape: Vec<u64>,
+        data: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        self.write_held(py, data, |job, bytes, backend| {
+            job.write_levels(level, &origin, &shape, bytes, backend)
         })
     }
 

@@ -212,8 +212,17 @@ def pyramid_case(seed):
     return data, chunks, tile, halved, method, shard, int(rng.integers(2, 4))
 
 
+@pytest.fixture(params=[1, 2], ids=["one-phase", "two-phases"])
+def phases(request, monkeypatch):
+    """A pyramid written in one phase (every level of a block in one task)
+    and in two (level 0, then the levels below from level 1), whatever
+    ``to_zarr`` would choose for the array."""
+    monkeypatch.setattr(retile.dask, "_in_two_phases", lambda *a: request.param == 2)
+    return request.param
+
+
 @pytest.mark.parametrize("seed", range(12))
-def test_pyramids_equal_numpy_and_are_valid_ngff(client, tmp_path, seed):
+def test_pyramids_equal_numpy_and_are_valid_ngff(client, tmp_path, seed, phases):
     from ome_zarr_models.v05.image import Image
     data, chunks, tile, halved, method, shard, levels = pyramid_case(seed)
     out = tmp_path / "p.zarr"
@@ -227,13 +236,52 @@ def test_pyramids_equal_numpy_and_are_valid_ngff(client, tmp_path, seed):
     meta = group.attrs["ome"]["multiscales"][0]
     arrays = [group[d["path"]] for d in meta["datasets"]]
     assert len(arrays) == levels == len(summary["levels"])
+    assert summary["phases"] == phases and summary["bytes"] == data.nbytes
     want = data
     for k, a in enumerate(arrays):
         if k:
             want = halve(want, halved, method)
         assert a.shape == want.shape == tuple(summary["levels"][k]["shape"]), (k, seed)
         assert same(a[...], want), (k, seed, halved)
+        stored = sum(f.stat().st_size for f in (out / str(k) / "c").rglob("*") if f.is_file()) \
+            if (out / str(k) / "c").exists() else 0
+        assert summary["levels"][k]["stored_bytes"] == stored, (k, summary["levels"])
     Image.from_zarr(group)
+
+
+def test_a_pyramid_cut_into_fewer_blocks_than_threads_is_written_in_two_phases(tmp_path):
+    """The benchmark's pyramid: a level-3 shard spans 8192 planes' elements,
+    so blocks of every level would be 4 whole-plane slabs for 16 threads."""
+    def job(**pyramid):
+        return retile._retile._SlabJob(str(tmp_path / "j.zarr"), dict(
+            shape=[256, 2048, 2048], tile=[64, 256, 256], dtype="uint16", shard=[1, 4, 4], **pyramid))
+    four = job(pyramid="mean", levels=4)
+    assert four.block_units == [64, 8192, 8192] and four.top_units == [64, 1024, 1024]
+    assert four.level_units(1) == [64, 4096, 4096]
+    assert retile.dask._in_two_phases(four, (256, 2048, 2048), 2, 16)
+    assert not retile.dask._in_two_phases(four, (256, 2048, 2048), 2, 4)
+    assert not retile.dask._in_two_phases(job(), (256, 2048, 2048), 2, 16)
+
+
+def test_two_phase_blocks_are_checked(tmp_path):
+    job = retile._retile._SlabJob(str(tmp_path / "t.zarr"), dict(
+        shape=[4, 12, 10], tile=[2, 3, 5], dtype="uint8", pyramid="mean", levels=2))
+    assert job.top_units == job.block_units == [2, 6, 10] and job.level_units(1) == [2, 3, 5]
+    job.begin()
+    with pytest.raises(ValueError, match="multiple of 6 elements along dimension 1"):
+        job.write_top([0, 3, 0], [2, 3, 10], np.zeros((2, 3, 10), np.uint8))
+    with pytest.raises(ValueError, match="no level 2"):
+        job.write_levels(2, [0, 0, 0], [2, 3, 3], np.zeros((2, 3, 3), np.uint8))
+    with pytest.raises(ValueError, match="is 60 bytes; 30 bytes were given"):
+        job.write_levels(1, [0, 0, 0], [2, 6, 5], np.zeros((2, 3, 5), np.uint8))
+    summary, child = job.write_top([0, 6, 0], [4, 6, 10], np.full((4, 6, 10), 7, np.uint8))
+    assert len(summary["levels"]) == 1 and child == bytes([7]) * (4 * 3 * 5)
+    job.close()
+    flat = retile._retile._SlabJob(str(tmp_path / "f.zarr"), dict(shape=[4, 6], tile=[2, 3], dtype="uint8"))
+    flat.begin()
+    with pytest.raises(ValueError, match="no level 1 to hand on"):
+        flat.write_top([0, 0], [4, 6], np.zeros((4, 6), np.uint8))
+    flat.close()
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -314,7 +362,7 @@ def files_in(path):
 
 
 @pytest.mark.parametrize("scheduler", ["distributed", "threads"])
-def test_a_failing_task_fails_the_job_and_the_store_claims_nothing(client, tmp_path, scheduler):
+def test_a_failing_task_fails_the_job_and_the_store_claims_nothing(client, tmp_path, scheduler, phases):
     data = random_array(np.random.default_rng(1), (40, 6, 6), "u2")
     x = da.from_array(data, chunks=(8, 6, 6))
     x = x.map_blocks(boom, fail=False)
@@ -323,7 +371,7 @@ def test_a_failing_task_fails_the_job_and_the_store_claims_nothing(client, tmp_p
     out = tmp_path / "f.zarr"
     local = distributed_off() if scheduler == "threads" else contextlib.nullcontext()
     with local, pytest.raises(RuntimeError, match="fails on purpose"):
-        retile.dask.to_zarr(bad, str(out), tile=(4, 6, 6), shard=(2, 1, 1), pyramid="mean", retries=0)
+        retile.dask.to_zarr(bad, str(out), tile=(4, 3, 3), shard=(2, 1, 1), pyramid="mean", retries=0)
     group = zarr.open_group(str(out), mode="r")
     assert all(group[k].shape[0] == 0 for k in group.array_keys())
     assert not (out / ".retile.lock").exists()
@@ -332,8 +380,10 @@ def test_a_failing_task_fails_the_job_and_the_store_claims_nothing(client, tmp_p
     time.sleep(1.5)
     assert files_in(out) == left
     # the store is not locked: the same job again, and it reads back
-    retile.dask.to_zarr(x, str(out), tile=(4, 6, 6), shard=(2, 1, 1), pyramid="mean", overwrite=True)
+    summary = retile.dask.to_zarr(x, str(out), tile=(4, 3, 3), shard=(2, 1, 1), pyramid="mean", overwrite=True)
+    assert summary["phases"] == phases and len(summary["levels"]) == 2
     assert same(zarr.open_group(str(out), mode="r")["0"][...], data)
+    assert same(zarr.open_group(str(out), mode="r")["1"][...], halve(data, [False, True, True], "mean"))
 
 
 def slow(block):
@@ -341,7 +391,12 @@ def slow(block):
     return block
 
 
-def test_a_worker_killed_in_the_middle_of_a_job_the_job_completes_through_retries(tmp_path):
+@pytest.mark.parametrize("pyramid", [None, "two-phases"])
+def test_a_worker_killed_in_the_middle_of_a_job_the_job_completes_through_retries(tmp_path, pyramid, monkeypatch):
+    levels = {}
+    if pyramid:
+        monkeypatch.setattr(retile.dask, "_in_two_phases", lambda *a: True)
+        levels = dict(pyramid="mean", levels=2)
     cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                        host="127.0.0.1", dashboard_address=None, memory_limit=None)
     c = distributed.Client(cluster, timeout=60)
@@ -356,18 +411,23 @@ def test_a_worker_killed_in_the_middle_of_a_job_the_job_completes_through_retrie
         def kill_when_writing():
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline:
-                if (out / "c").exists():
+                if (out / "0" / "c" if pyramid else out / "c").exists():
                     os.kill(victim, 9)
                     return
                 time.sleep(0.01)
 
         killer = threading.Thread(target=kill_when_writing)
         killer.start()
-        summary = retile.dask.to_zarr(x, str(out), tile=(2, 16, 16), shard=(1, 2, 2), codec="zstd:1")
+        summary = retile.dask.to_zarr(x, str(out), tile=(2, 16, 16), shard=(1, 2, 2), codec="zstd:1", **levels)
         killer.join()
-        assert summary["planes"] == 96
+        assert summary["planes"] == 96 and summary["phases"] == (2 if pyramid else 1)
         assert victim not in c.run(os.getpid).values(), "the worker was not killed"
-        assert same(zarr.open_array(str(out), mode="r")[...], data)
+        if pyramid:
+            group = zarr.open_group(str(out), mode="r")
+            assert same(group["0"][...], data)
+            assert same(group["1"][...], halve(data, [False, True, True], "mean"))
+        else:
+            assert same(zarr.open_array(str(out), mode="r")[...], data)
     finally:
         c.close(timeout=30)
         cluster.close(timeout=30)

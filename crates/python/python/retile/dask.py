@@ -12,7 +12,13 @@ shards of every level, where there would be fewer slabs than the
 scheduler's threads. A dask
 array whose chunks already start at shard boundaries is written block by
 dask block, with no data moved between workers; any other is realigned to
-the blocks whatever its chunks are. On a ``distributed`` cluster the tasks
+the blocks whatever its chunks are. A pyramid whose blocks of whole
+shards of every level would be fewer than the threads (a level-3 shard of
+a 4-level pyramid spans 8 of level 0 along each halved dimension) is
+written in two phases: blocks of whole shards of level 0 are written
+there and halved into level 1 by one task each, then boxes of whole
+shards of every level below are made from those level-1 pieces and
+written by one task each. On a ``distributed`` cluster the tasks
 are spread over the workers by their threads, each where its block is
 held when that worker has room. Each task streams its block through
 retile's engine in its worker, the GIL released, writing every level's
@@ -261,34 +267,74 @@ def _blocks(x, units, parallelism, halved=None):
     return x, planned
 
 
-def _write_block(output, options, store, origin, shape, block, hosts, tasks):
-    """A task: one block written by retile in this worker (the GIL
-    released), with its fair share of the machine's cores where none was
-    asked for."""
+def _task_job(output, options, store, hosts, tasks):
+    """A task's own job, with its fair share of the machine's cores for
+    tiling and writing where no ``threads`` was asked for."""
     share = _fair_share(hosts, tasks) if store["threads"] == 0 else 0
     if share:
         store = dict(store, threads=share)
         options = dict(options, writers=options.get("writers") or share)
-    job = _SlabJob(output, options, **store)
+    return _SlabJob(output, options, **store)
+
+
+def _write_block(output, options, store, origin, shape, block, hosts, tasks):
+    """A task: one block written by retile in this worker (the GIL
+    released), every level of it."""
+    job = _task_job(output, options, store, hosts, tasks)
     return job.write_block(list(origin), list(shape), np.ascontiguousarray(block))
 
 
+def _write_top(output, options, store, origin, shape, block, hosts, tasks):
+    """A first-phase task of a pyramid written in two: one block written
+    into level 0 alone; returns its summary and its level 1 (bytes)."""
+    job = _task_job(output, options, store, hosts, tasks)
+    return job.write_top(list(origin), list(shape), np.ascontiguousarray(block))
+
+
+def _write_levels(output, options, store, origin, shape, pieces, hosts, tasks):
+    """A second-phase task: the box of level 1 at ``origin`` of shape
+    ``shape`` made from the first phase's ``pieces`` (each its origin,
+    shape and bytes) and written with every level below it."""
+    box = np.empty(shape, dtype=options["dtype"])
+    covered = 0
+    for at, extent, data in pieces:
+        lo = [max(a, b) for a, b in zip(origin, at)]
+        hi = [min(a + n, b + m) for a, n, b, m in zip(origin, shape, at, extent)]
+        if any(h <= l for l, h in zip(lo, hi)):
+            continue
+        piece = np.frombuffer(data, dtype=box.dtype).reshape(extent)
+        box[tuple(slice(l - o, h - o) for l, h, o in zip(lo, hi, origin))] = \
+            piece[tuple(slice(l - a, h - a) for l, h, a in zip(lo, hi, at))]
+        covered += math.prod(h - l for l, h in zip(lo, hi))
+    if covered != math.prod(shape):
+        raise RuntimeError(f"level 1's box at {list(origin)} of shape {list(shape)} got {covered} of its "
+                           f"{math.prod(shape)} elements from the first phase; this is retile's fault")
+    job = _task_job(output, options, store, hosts, tasks)
+    summary = job.write_levels(1, list(origin), list(shape), box)
+    summary["first_level"] = 1
+    return summary
+
+
 def _combined(summaries, job, seconds):
-    """The summary of a job: its slabs' summaries added up."""
+    """The summary of a job: its tasks' summaries added up (a summary's
+    levels start at its ``first_level``, 0 unless a second-phase task's)."""
     add = lambda key: sum(s[key] for s in summaries)  # noqa: E731
+    tops = [s for s in summaries if s.get("first_level", 0) == 0]
+
+    def level_sum(k, key):
+        return sum(s["levels"][k - s.get("first_level", 0)][key] for s in summaries
+                   if 0 <= k - s.get("first_level", 0) < len(s["levels"]))
+
     levels = [
-        {
-            "shape": list(shape),
-            "stored_bytes": sum(s["levels"][k]["stored_bytes"] for s in summaries),
-            "files": sum(s["levels"][k]["files"] for s in summaries),
-        }
+        {"shape": list(shape), "stored_bytes": level_sum(k, "stored_bytes"), "files": level_sum(k, "files")}
         for k, shape in enumerate(job.level_shapes)
     ]
-    total = add("bytes")
+    total = sum(s["bytes"] for s in tops)
     return {
         "planes": job.shape[0],
         "bytes": total,
-        "slabs": len(summaries),
+        "slabs": len(tops),
+        "phases": 1 if len(tops) == len(summaries) else 2,
         "tiles": add("tiles"),
         "stored_bytes": add("stored_bytes"),
         "files": add("files"),
@@ -344,7 +390,7 @@ def to_zarr(x, output, *, tile, overwrite=False, threads=0, allow_http=False,
     ``dim_names``, ``dim_types``, ``units``, ``scale``, ``attributes``, ...
     mean what they mean there); returns the summary (planes, bytes, slabs:
     the blocks written, one a task; stored bytes, files, seconds, each
-    level's shape and bytes).
+    level's shape and bytes; phases: 2 for a pyramid written in two).
 
     ``threads`` tiles each block with that many threads (0: on a
     ``distributed`` cluster, the cores of its machine shared by the tasks
@@ -368,20 +414,87 @@ def to_zarr(x, output, *, tile, overwrite=False, threads=0, allow_http=False,
                  s3_config=s3_config)
     job = _SlabJob(output, options, overwrite=overwrite, **store)
     client = _client()
-    x, bounds = _blocks(x, job.block_units, _parallelism(client), job.halved)
-    write = dask.delayed(_write_block, pure=False)
-    hosts = _task_threads(client)
-    delayed = x.to_delayed()
-    indexes = list(np.ndindex(*delayed.shape))
-    places = _placed(client, x, [delayed[index].key for index in indexes])
-    tasks = []
-    for index, place in zip(indexes, places):
-        box = [bounds[d][k] for d, k in enumerate(index)]
-        origin, extent = [a for a, _ in box], [b - a for a, b in box]
-        with _on(place):
-            tasks.append(write(output, options, store, origin, extent, delayed[index], hosts,
-                               delayed.size))
+    parallelism = _parallelism(client)
+    plan = (output, options, store, _task_threads(client))
+    if _in_two_phases(job, shape, np.dtype(x.dtype).itemsize, parallelism):
+        tasks = _pyramid_tasks(x, job, plan, client, parallelism)
+    else:
+        tasks = _block_tasks(x, job, plan, client, parallelism)
     return _run(job, tasks, client, retries)
+
+
+def _in_two_phases(job, shape, itemsize, parallelism) -> bool:
+    """Whether a pyramid is written in two phases (``_pyramid_tasks``):
+    where blocks of whole files of every level would be fewer than the
+    scheduler's threads. A level-3 shard of 1024 elements spans 8192 of
+    level 0, so a 4-level pyramid of 2048 x 2048 planes is one block a
+    slab, 4 tasks for 16 workers, where its level 0 has 16 shards."""
+    if len(job.level_shapes) < 2:
+        return False
+    return math.prod(map(len, _block_bounds(shape, job.block_units, itemsize, parallelism))) < parallelism
+
+
+def _boxes(bounds):
+    """Each block of ``bounds`` (the bounds along each dimension): its
+    index, origin and shape."""
+    for index in np.ndindex(*map(len, bounds)):
+        box = [bounds[d][k] for d, k in enumerate(index)]
+        yield index, [a for a, _ in box], [b - a for a, b in box]
+
+
+def _block_tasks(x, job, plan, client, parallelism):
+    """The tasks writing ``x`` in blocks of whole files of every level, one
+    a task (every level of the block)."""
+    x, bounds = _blocks(x, job.block_units, parallelism, job.halved)
+    write = dask.delayed(_write_block, pure=False)
+    delayed = x.to_delayed()
+    boxes = list(_boxes(bounds))
+    places = _placed(client, x, [delayed[index].key for index, _, _ in boxes])
+    tasks = []
+    for (index, origin, extent), place in zip(boxes, places):
+        with _on(place):
+            tasks.append(write(*plan[:3], origin, extent, delayed[index], plan[3], delayed.size))
+    return tasks
+
+
+def _pyramid_tasks(x, job, plan, client, parallelism):
+    """The tasks writing a pyramid in two phases: blocks of whole files of
+    level 0 each written there and halved into level 1 (a quarter of the
+    bytes, where two dimensions are halved), then boxes of whole files of
+    every level below, each made from the level-1 pieces it overlaps and
+    written on the worker holding most of them. Returns the first phase's
+    summaries and the second phase's tasks."""
+    x, bounds = _blocks(x, job.top_units, parallelism)
+    top = dask.delayed(_write_top, pure=False, nout=2)
+    delayed = x.to_delayed()
+    boxes = list(_boxes(bounds))
+    places = _placed(client, x, [delayed[index].key for index, _, _ in boxes])
+    summaries, pieces = [], []
+    for (index, origin, extent), place in zip(boxes, places):
+        with _on(place):
+            summary, child = top(*plan[:3], origin, extent, delayed[index], plan[3], delayed.size)
+        summaries.append(summary)
+        at, size = zip(*[(o // 2, -(-n // 2)) if h else (o, n)
+                         for o, n, h in zip(origin, extent, job.halved)])
+        pieces.append((list(at), list(size), child, place))
+    level1 = job.level_shapes[1]
+    bounds = _block_bounds(level1, job.level_units(1), np.dtype(x.dtype).itemsize, parallelism)
+    boxes = list(_boxes(bounds))
+    overlaps = [[p for p in pieces if _overlap(origin, extent, p[0], p[1])] for _, origin, extent in boxes]
+    places = _spread(_workers(client), [[p[3] for p in ps if p[3]] for ps in overlaps]) \
+        if client is not None else [None] * len(boxes)
+    below = dask.delayed(_write_levels, pure=False)
+    tasks = []
+    for (_, origin, extent), mine, place in zip(boxes, overlaps, places):
+        with _on(place):
+            tasks.append(below(*plan[:3], origin, extent, [p[:3] for p in mine], plan[3], len(boxes)))
+    return summaries + tasks
+
+
+def _overlap(origin, extent, at, size) -> bool:
+    """Whether the boxes at ``origin`` of ``extent`` and at ``at`` of
+    ``size`` share an element."""
+    return all(max(o, a) < min(o + n, a + m) for o, n, a, m in zip(origin, extent, at, size))
 
 
 def _copy_slab(src, dst, rechunk, first, planes, hosts, tasks):
