@@ -10,7 +10,9 @@ shard), into the same file system:
    shards first, as zarr-python needs), then both from the array held in
    chunks of whole shards (neither moving data between workers);
 2. the same with a 4-level mean pyramid vs ome-zarr-py's write_image
-   (method local_mean, 4 levels, the same chunks), and the codec's
+   (method local_mean, 4 levels, the same chunks; from the array's
+   chunks, then from chunks of whole shards, which retile writes in two
+   phases), and the codec's
    ceiling: c-blosc alone (numcodecs, one thread a worker) on every
    level's tiles of the same array, its seconds spread evenly over the
    workers (no writer using numcodecs' c-blosc is faster; retile's c-blosc
@@ -23,7 +25,7 @@ shard), into the same file system:
 Each figure is printed beside the peer's and the ratio (peer seconds /
 retile seconds: above 1, retile is faster); every store is read back
 (level 0 compared with the source on the cluster, the levels' shapes
-checked).
+checked, and each of retile's levels compared with its parent halved).
 
     python3 bench/dask_peer.py DIR
 Environment: PLANES=256, SIZE=2048 (frames SIZE x SIZE), TILE=64,256,256,
@@ -175,6 +177,45 @@ def codec_ceiling(client, x, levels):
     return float(seconds.sum()) / sum(client.nthreads().values())
 
 
+def pyramids(x, what):
+    """retile's 4-level mean pyramid of ``x`` beside ome-zarr-py's
+    write_image of the same array, both read back; their seconds (the
+    peer's None where ome-zarr-py is not installed)."""
+    out = fresh("retile-pyramid.zarr")
+    phases = []
+    ours = best(lambda: phases.append(retile.dask.to_zarr(
+        x, out, tile=tile, shard=shard, codec=codec, pyramid="mean", levels=4, overwrite=True)["phases"]))
+    group = zarr.open_group(out, mode="r")
+    assert [group[str(k)].shape[1] for k in range(4)] == [-(-size // 2**k) for k in range(4)]
+    assert equal(os.path.join(out, "0"), x), "retile's level 0 differs"
+    assert levels_halve(out, 4), "a level of retile's pyramid is not its parent halved"
+    peer_out = fresh("ome-zarr-py.zarr")
+
+    def ome():
+        from ome_zarr.scale import Methods
+        from ome_zarr.writer import write_image
+        shutil.rmtree(peer_out, ignore_errors=True)
+        options = dict(chunks=tile)
+        if zarr_codecs():
+            options["compressors"] = zarr_codecs()
+        write_image(x, zarr.open_group(peer_out, mode="w"), scale_factors=[2, 4, 8], method=Methods.LOCAL_MEAN,
+                    axes="tyx", storage_options=options)
+
+    try:
+        import ome_zarr  # noqa: F401
+    except ImportError:  # a host without it (on the device: bundle it with DASK=1 bench/device_bundle.sh)
+        print(f"{what}: retile {ours:.2f} s ({gb / ours:.2f} GB/s), in {phases[0]} phase(s); ome-zarr-py is "
+              "not installed here, so its write_image was not run", flush=True)
+        return ours, None
+    theirs = best(ome)
+    datasets = zarr.open_group(peer_out, mode="r").attrs["ome"]["multiscales"][0]["datasets"]
+    assert len(datasets) == 4, datasets
+    assert equal(os.path.join(peer_out, datasets[0]["path"]), x), "ome-zarr-py's level 0 differs"
+    report(what, ours, theirs)
+    print(f"  retile wrote it in {phases[0]} phase(s)", flush=True)
+    return ours, theirs
+
+
 def compare(client):
     x = source()
     out = fresh("retile.zarr")
@@ -219,42 +260,17 @@ def compare(client):
     print(f"  the chunks gathered into retile's {blocks.npartitions} blocks alone (dask, nothing written): "
           f"{gather:.2f} s ({gb / gather:.2f} GB/s)", flush=True)
 
-    out = fresh("retile-pyramid.zarr")
-    ours = best(lambda: retile.dask.to_zarr(x, out, tile=tile, shard=shard, codec=codec, pyramid="mean",
-                                            levels=4, overwrite=True))
-    group = zarr.open_group(out, mode="r")
-    assert [group[str(k)].shape[1] for k in range(4)] == [-(-size // 2**k) for k in range(4)]
-    assert equal(os.path.join(out, "0"), x), "retile's level 0 differs"
-    assert levels_halve(out, 4), "a level of retile's pyramid is not its parent halved"
-    peer_out = fresh("ome-zarr-py.zarr")
-
-    def ome():
-        from ome_zarr.scale import Methods
-        from ome_zarr.writer import write_image
-        shutil.rmtree(peer_out, ignore_errors=True)
-        options = dict(chunks=tile)
-        if zarr_codecs():
-            options["compressors"] = zarr_codecs()
-        write_image(x, zarr.open_group(peer_out, mode="w"), scale_factors=[2, 4, 8], method=Methods.LOCAL_MEAN,
-                    axes="tyx", storage_options=options)
-
-    try:
-        import ome_zarr  # noqa: F401
-    except ImportError:  # a host without it (on the device: bundle it with DASK=1 bench/device_bundle.sh)
-        theirs = None
-        print(f"  4-level mean pyramid: retile {ours:.2f} s ({gb / ours:.2f} GB/s); ome-zarr-py is not "
-              "installed here, so its write_image was not run", flush=True)
-    else:
-        theirs = best(ome)
-        datasets = zarr.open_group(peer_out, mode="r").attrs["ome"]["multiscales"][0]["datasets"]
-        assert len(datasets) == 4, datasets
-        assert equal(os.path.join(peer_out, datasets[0]["path"]), x), "ome-zarr-py's level 0 differs"
-        report("4-level mean pyramid vs ome-zarr-py write_image", ours, theirs)
+    ours, theirs = pyramids(x, "4-level mean pyramid vs ome-zarr-py write_image")
     ceiling = codec_ceiling(client, x, levels=4)
     if ceiling:
         bound = "" if theirs is None else f"; no writer using numcodecs' c-blosc is more than {theirs / ceiling:.2f}x write_image"
         print(f"  c-blosc alone on the pyramid's bytes, spread evenly over the workers: {ceiling:.2f} s "
               f"({gb / ceiling:.2f} GB/s); retile at {ceiling / ours:.2f} of it{bound}", flush=True)
+    # from chunks of whole shards of level 0, which retile writes in two phases
+    aligned = x.rechunk(shard_shape).persist()
+    distributed.wait(aligned)
+    pyramids(aligned, "the same from chunks of whole shards")
+    del aligned
 
     src = os.path.join(work, "retile.zarr")
     new_tile = (tile[0] // 2 or 1, tile[1] * 2, tile[2] * 2)

@@ -249,18 +249,22 @@ def test_pyramids_equal_numpy_and_are_valid_ngff(client, tmp_path, seed, phases)
     Image.from_zarr(group)
 
 
-def test_a_pyramid_cut_into_fewer_blocks_than_threads_is_written_in_two_phases(tmp_path):
+def test_a_pyramid_from_chunks_of_level_0_shards_is_written_in_two_phases(tmp_path):
     """The benchmark's pyramid: a level-3 shard spans 8192 planes' elements,
-    so blocks of every level would be 4 whole-plane slabs for 16 threads."""
+    so chunks of one level-0 shard would all move to make blocks of every
+    level; chunks on no shard move either way, and go in one phase."""
     def job(**pyramid):
         return retile._retile._SlabJob(str(tmp_path / "j.zarr"), dict(
             shape=[256, 2048, 2048], tile=[64, 256, 256], dtype="uint16", shard=[1, 4, 4], **pyramid))
     four = job(pyramid="mean", levels=4)
     assert four.block_units == [64, 8192, 8192] and four.top_units == [64, 1024, 1024]
     assert four.level_units(1) == [64, 4096, 4096]
-    assert retile.dask._in_two_phases(four, (256, 2048, 2048), 2, 16)
-    assert not retile.dask._in_two_phases(four, (256, 2048, 2048), 2, 4)
-    assert not retile.dask._in_two_phases(job(), (256, 2048, 2048), 2, 16)
+    x = da.zeros((256, 2048, 2048), dtype="uint16", chunks=(64, 1024, 1024))
+    assert retile.dask._in_two_phases(four, x, 16)
+    assert not retile.dask._in_two_phases(job(), x, 16)  # no pyramid
+    assert not retile.dask._in_two_phases(four, x.rechunk((24, 1032, 1032)), 16)  # on no shard
+    assert not retile.dask._in_two_phases(four, x.rechunk((64, 2048, 2048)), 16)  # on every level's
+    assert not retile.dask._in_two_phases(four, np.zeros((256, 8, 8), "uint16"), 16)  # cut up by retile
 
 
 def test_two_phase_blocks_are_checked(tmp_path):
@@ -587,7 +591,8 @@ def run_small(script, tmp_path, **env):
 
 def test_the_peer_benchmark_runs_small_and_reads_every_store_back(tmp_path):
     lines = run_small("dask_peer.py", tmp_path, WORKERS="1,2").splitlines()
-    assert sum("ratio" in line for line in lines) == 4, lines
+    assert sum("ratio" in line for line in lines) == 5, lines
+    assert sum("retile wrote it in" in line for line in lines) == 2, lines
     assert sum("c-blosc alone on the pyramid's bytes" in line for line in lines) == 1, lines
     assert sum(line.startswith("scaling:") for line in lines) == 2, lines
 
