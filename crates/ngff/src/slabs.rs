@@ -482,8 +482,21 @@ impl SlabJob {
         backend: Backend,
     ) -> Result<MultiscaleStream, StreamError> {
         let (origin, shape) = self.slab_box(first_plane, planes);
-        self.check_box(0, &origin, &shape, &self.block_units(), true)?;
-        self.open_levels(0, self.levels.len(), &origin, &shape, backend)
+        self.open_block(&origin, &shape, backend)
+    }
+
+    /// A task's stream of the box of shape `shape` at element `origin`,
+    /// every level of it, for the task to append the box's elements to (in
+    /// pieces of whole planes, where its input comes in pieces) and finish;
+    /// checked as [`SlabJob::write_block`] says.
+    pub fn open_block(
+        &self,
+        origin: &[u64],
+        shape: &[u64],
+        backend: Backend,
+    ) -> Result<MultiscaleStream, StreamError> {
+        self.check_box(0, origin, shape, &self.block_units(), true)?;
+        self.open_levels(0, self.levels.len(), origin, shape, backend)
     }
 
     /// The block of `planes` whole planes from `first_plane` on: its

@@ -10,7 +10,7 @@ use std::time::Duration;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
-use retile_rechunk::{read_depth, rechunk_slab, slab_job};
+use retile_rechunk::{read_depth, rechunk_block, slab_job};
 use retile_stream::{ArrayOptions, Backend, JobStore, S3Options, SlabJob, ZarrOptions};
 
 use crate::error::{rechunk_err, stream_err};
@@ -45,7 +45,7 @@ enum Input {
 /// One array written in slabs of whole shard rows (of every level) by the
 /// tasks of a job. The caller makes one, calls ``begin()`` (the store made
 /// ready and locked, nothing claimed), has the tasks each make their own
-/// (same arguments) and call ``write_slab`` (or ``copy_slab`` for a
+/// (same arguments) and call ``write_slab`` (or ``copy_block`` for a
 /// re-tiling), then calls ``finish()`` (every level claimed, the store
 /// unlocked) or ``close()`` (nothing claimed, the store unlocked). Private:
 /// ``retile.dask`` is its user.
@@ -304,22 +304,22 @@ impl PySlabJob {
         })
     }
 
-    /// A re-tiling task's work: planes `first_plane..first_plane+planes`
-    /// of the source read and written, with the GIL released.
-    fn copy_slab<'py>(
+    /// A re-tiling task's work: the box of shape `shape` at element
+    /// `origin` of the source (whole planes, or a block of whole shards
+    /// of every level) read and written, with the GIL released.
+    fn copy_block<'py>(
         &self,
         py: Python<'py>,
-        first_plane: u64,
-        planes: u64,
+        origin: Vec<u64>,
+        shape: Vec<u64>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let Input::Source(s) = &self.input else {
             return Err(PyValueError::new_err(
-                "copy_slab re-tiles a source: make the job with _SlabJob.rechunk",
+                "copy_block re-tiles a source: make the job with _SlabJob.rechunk",
             ));
         };
-        let end = first_plane.saturating_add(planes);
         let summary = py
-            .allow_threads(|| rechunk_slab(&s.source, &s.job, &self.job, first_plane..end, |_| {}))
+            .allow_threads(|| rechunk_block(&s.source, &s.job, &self.job, &origin, &shape, |_| {}))
             .map_err(rechunk_err)?;
         summary_dict(py, &summary)
     }

@@ -452,6 +452,32 @@ def test_rechunk_on_the_cluster_reads_back_equal(client, tmp_path, pyramid):
         assert same(node["1"][...], halve(data, [False, True, True], "mean"))
 
 
+@pytest.mark.parametrize("seed", range(8))
+def test_rechunk_of_one_shard_row_on_the_cluster_is_cut_into_blocks(client, tmp_path, seed):
+    """One row of the new shards along the first dimension: the work is
+    cut along the next dimensions too, into blocks of whole shards of
+    every level, each read from source chunks that do not line up."""
+    rng = np.random.default_rng(700 + seed)
+    rank = 2 + seed % 3
+    tile = [int(rng.integers(1, 4)) for _ in range(rank)]
+    pyramid = "mean" if seed % 2 else None
+    unit = tile[1] * (2 if pyramid else 1)  # a block of every level along dimension 1
+    shape = [int(rng.integers(1, tile[0] + 1)), int(rng.integers(3 * unit, 4 * unit + 2))] + \
+        [int(rng.integers(1, 3 * t + 2)) for t in tile[2:]]
+    halved = [False] + [True] * (rank - 1)
+    data = random_array(rng, shape, DTYPES[seed % len(DTYPES)])
+    chunks = [int(rng.integers(1, n + 1)) for n in shape]
+    src = zarr.create_array(str(tmp_path / "src.zarr"), shape=data.shape, chunks=chunks, dtype=data.dtype)
+    src[...] = data
+    summary = retile.rechunk(str(tmp_path / "src.zarr"), str(tmp_path / "dst.zarr"), tile=tile,
+                             pyramid=pyramid, levels=2 if pyramid else None, client=client)
+    assert summary["slabs"] >= 2, (summary, shape, tile)
+    node = zarr.open(str(tmp_path / "dst.zarr"), mode="r")
+    assert same((node["0"] if pyramid else node)[...], data)
+    if pyramid:
+        assert same(node["1"][...], halve(data, halved, "mean"))
+
+
 def test_rechunk_on_the_cluster_refuses_memory_too_small_before_writing(client, tmp_path):
     src = zarr.create_array(str(tmp_path / "src.zarr"), shape=(64, 64, 64), chunks=(64, 64, 64), dtype="u2")
     src[...] = 1

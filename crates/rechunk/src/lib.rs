@@ -79,7 +79,8 @@ pub fn rechunk(
     let spec = StreamSpec::new(source.dtype(), source.shape().to_vec(), job.tile.clone())?;
     let depth = slab_depth(source, &spec, job)?;
     let mut stream = open_output(spec, &source.fill(), job.backend, &output_of(source, job))?;
-    let read = pump(source, &mut stream, 0..source.shape()[0], depth, progress);
+    let whole: Vec<Range<u64>> = source.shape().iter().map(|&n| 0..n).collect();
+    let read = pump(source, &mut stream, &whole, depth, progress);
     let finished = stream.finish();
     read?;
     Ok(finished?)
@@ -138,14 +139,65 @@ pub fn rechunk_slab(
     planes: Range<u64>,
     progress: impl FnMut(u64),
 ) -> Result<Summary, RechunkError> {
+    let mut origin = vec![0; source.shape().len()];
+    origin[0] = planes.start;
+    let mut shape = source.shape().to_vec();
+    shape[0] = planes.end.saturating_sub(planes.start);
+    rechunk_block(source, job, slabs, &origin, &shape, progress)
+}
+
+/// One task's part of a [`slab_job`] cut along more than the first
+/// dimension: the box of shape `shape` at element `origin` of `source` (a
+/// block [`SlabJob::block_units`] allows) re-tiled into `slabs`' store,
+/// read in slabs of whole source chunks along the first dimension, as
+/// [`rechunk_slab`] reads; returns the block's summary.
+///
+/// ```
+/// use retile_ngff::Output;
+/// use retile_pyramid::Backend;
+/// use retile_rechunk::{rechunk_block, slab_job, Rechunk, ZarrSource};
+/// use retile_store::ZarrOptions;
+/// let dir = tempfile::tempdir()?;
+/// let first = dir.path().join("first.zarr");
+/// let spec = retile_plan::StreamSpec::new(retile_plan::DType::U8, vec![2, 6], vec![1, 3])?;
+/// let out = Output { zarr: Some(ZarrOptions { path: first.clone(), ..Default::default() }), ..Default::default() };
+/// let mut s = retile_ngff::open_output(spec, &[0], Backend::Cpu { threads: 1 }, &out)?;
+/// s.append(&(0..12).collect::<Vec<u8>>())?;
+/// s.finish()?;
+/// let source = ZarrSource::open(&first, &Default::default())?;
+/// let second = dir.path().join("second.zarr");
+/// let job = Rechunk {
+///     tile: vec![2, 2],
+///     output: Output { zarr: Some(ZarrOptions { path: second.clone(), ..Default::default() }), ..Default::default() },
+///     backend: Backend::Cpu { threads: 1 },
+///     memory: None,
+/// };
+/// let blocks = slab_job(&source, &job)?;
+/// let store = blocks.begin()?;
+/// for x in [4, 0, 2] {
+///     rechunk_block(&source, &job, &blocks, &[0, x], &[2, 2], |_| {})?;
+/// }
+/// store.finish()?;
+/// assert_eq!(ZarrSource::open(&second, &Default::default())?.read(0..2)?, (0..12).collect::<Vec<u8>>());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn rechunk_block(
+    source: &ZarrSource,
+    job: &Rechunk,
+    slabs: &SlabJob,
+    origin: &[u64],
+    shape: &[u64],
+    progress: impl FnMut(u64),
+) -> Result<Summary, RechunkError> {
     let spec = StreamSpec::new(source.dtype(), source.shape().to_vec(), job.tile.clone())?;
     let depth = slab_depth(source, &spec, job)?;
-    let mut stream = slabs.open_slab(
-        planes.start,
-        planes.end.saturating_sub(planes.start),
-        job.backend,
-    )?;
-    let read = pump(source, &mut stream, planes, depth, progress);
+    let mut stream = slabs.open_block(origin, shape, job.backend)?;
+    let boxed: Vec<Range<u64>> = origin
+        .iter()
+        .zip(shape)
+        .map(|(&o, &n)| o..o.saturating_add(n))
+        .collect();
+    let read = pump(source, &mut stream, &boxed, depth, progress);
     let finished = stream.finish();
     read?;
     Ok(finished?)
@@ -166,16 +218,17 @@ fn output_of(source: &ZarrSource, job: &Rechunk) -> Output {
     output
 }
 
-/// Reads `planes` of `source` in slabs of `depth` planes (aligned to
-/// whole source chunks), each read on a thread of its own while the one
+/// Reads the box `ranges` of `source` in slabs of `depth` planes (aligned
+/// to whole source chunks), each read on a thread of its own while the one
 /// before it goes through `stream`; calls `progress` with each slab's bytes.
 fn pump(
     source: &ZarrSource,
     stream: &mut MultiscaleStream,
-    planes: Range<u64>,
+    ranges: &[Range<u64>],
     depth: u64,
     mut progress: impl FnMut(u64),
 ) -> Result<(), RechunkError> {
+    let planes = ranges[0].clone();
     // a rendezvous: one slab read while the one before it is appended, never a third
     let (slabs, taken) = mpsc::sync_channel(0);
     let depth = depth.max(1);
@@ -185,7 +238,9 @@ fn pump(
             while start < planes.end {
                 // the next boundary of whole slabs, counted from plane 0
                 let end = ((start / depth + 1) * depth).min(planes.end);
-                let slab = source.read(start..end);
+                let mut slab_box = ranges.to_vec();
+                slab_box[0] = start..end;
+                let slab = source.read_box(&slab_box);
                 let failed = slab.is_err();
                 if slabs.send(slab).is_err() || failed {
                     return;

@@ -145,13 +145,47 @@ impl ZarrSource {
     /// The elements of `planes` along the first dimension, every other
     /// dimension whole, in C order and native byte order.
     pub fn read(&self, planes: Range<u64>) -> Result<Vec<u8>, RechunkError> {
-        let mut ranges = vec![planes.clone()];
+        let mut ranges = vec![planes];
         ranges.extend(self.shape[1..].iter().map(|&n| 0..n));
-        let subset = ArraySubset::new_with_ranges(&ranges);
+        self.read_box(&ranges)
+    }
+
+    /// The elements of the box `ranges` (one range a dimension), in C order
+    /// and native byte order.
+    ///
+    /// ```
+    /// use retile_ngff::Output;
+    /// use retile_pyramid::Backend;
+    /// use retile_rechunk::ZarrSource;
+    /// use retile_store::ZarrOptions;
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("a.zarr");
+    /// let spec = retile_plan::StreamSpec::new(retile_plan::DType::U8, vec![3, 4], vec![2, 2])?;
+    /// let out = Output { zarr: Some(ZarrOptions { path: path.clone(), ..Default::default() }), ..Default::default() };
+    /// let mut s = retile_ngff::open_output(spec, &[0], Backend::Cpu { threads: 1 }, &out)?;
+    /// s.append(&(0..12).collect::<Vec<u8>>())?;
+    /// s.finish()?;
+    /// let source = ZarrSource::open(&path, &Default::default())?;
+    /// assert_eq!(source.read_box(&[1..3, 1..3])?, [5, 6, 9, 10]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn read_box(&self, ranges: &[Range<u64>]) -> Result<Vec<u8>, RechunkError> {
         let fail = |e: String| RechunkError::Source {
             path: self.path.clone(),
-            why: format!("reading planes {}..{}: {e}", planes.start, planes.end),
+            why: format!("reading the box {ranges:?}: {e}"),
         };
+        let inside = ranges.len() == self.shape.len()
+            && ranges
+                .iter()
+                .zip(&self.shape)
+                .all(|(r, &n)| r.start < r.end && r.end <= n);
+        if !inside {
+            return Err(fail(format!(
+                "not a non-empty box of the array's shape {:?}",
+                self.shape
+            )));
+        }
+        let subset = ArraySubset::new_with_ranges(ranges);
         let bytes: ArrayBytes<'static> = match &self.reader {
             Reader::Local(array) => array.retrieve_array_subset(&subset),
             Reader::S3 { array, runtime } => {

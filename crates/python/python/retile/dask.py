@@ -519,21 +519,24 @@ def _overlap(origin, extent, at, size) -> bool:
     return all(max(o, a) < min(o + n, a + m) for o, n, a, m in zip(origin, extent, at, size))
 
 
-def _copy_slab(src, dst, rechunk, first, planes, hosts, tasks):
-    """A task: planes ``first..first+planes`` of ``src`` re-tiled into
-    ``dst``, with its fair share of the machine's cores where no
-    ``threads`` was asked for."""
+def _copy_block(src, dst, rechunk, origin, shape, hosts, tasks):
+    """A task: the box of shape ``shape`` at element ``origin`` of ``src``
+    re-tiled into ``dst``, with its fair share of the machine's cores
+    where no ``threads`` was asked for."""
     share = _fair_share(hosts, tasks) if not rechunk.get("threads") else 0
     if share:
         rechunk = dict(rechunk, threads=share)
     job = _SlabJob.rechunk(src, dst, **rechunk)
-    return job.copy_slab(first, planes)
+    return job.copy_block(list(origin), list(shape))
 
 
 def rechunk(src, dst, tile, *, client, memory=None, retries=2, **rechunk_args):
     """``retile.rechunk(src, dst, tile, ..., client=client)``: the re-tiling
-    run by the tasks of ``client``'s cluster, each a slab of whole shard
-    rows read from the source in slabs of whole source chunks. ``memory``
+    run by the tasks of ``client``'s cluster, each a block of whole shards
+    (of every level): slabs of whole shard rows, cut along the next
+    dimensions too where there would be fewer slabs than the cluster's
+    threads; each reads its box of the source in slabs of whole source
+    chunks along the first dimension. ``memory``
     is what one worker may use: each of its threads' tasks gets an equal
     part of it (a part too small for the new array's buffers and two slabs
     of source chunks is refused before anything is written, with a
@@ -550,14 +553,13 @@ def rechunk(src, dst, tile, *, client, memory=None, retries=2, **rechunk_args):
     job = _SlabJob.rechunk(src, dst, **args)
     job.check_memory()
     args.pop("overwrite", None)
-    shape = job.shape
-    plane_bytes = job.plane_bytes
-    bounds = _slab_bounds(shape[0], job.slab_planes, job.slab_planes * plane_bytes,
-                          _parallelism(client))
-    copy = dask.delayed(_copy_slab, pure=False)
+    itemsize = job.plane_bytes // max(1, math.prod(job.shape[1:]))
+    bounds = _block_bounds(job.shape, job.block_units, itemsize, _parallelism(client))
+    boxes = list(_boxes(bounds))
+    copy = dask.delayed(_copy_block, pure=False)
     hosts = _task_threads(client)
     tasks = []
-    for (start, end), place in zip(bounds, _placed(client, None, [None] * len(bounds))):
+    for (_, origin, extent), place in zip(boxes, _placed(client, None, [None] * len(boxes))):
         with _on(place):
-            tasks.append(copy(str(src), str(dst), args, start, end - start, hosts, len(bounds)))
+            tasks.append(copy(str(src), str(dst), args, origin, extent, hosts, len(boxes)))
     return _run(job, tasks, client, retries)
