@@ -149,18 +149,24 @@ def test_a_dask_array_in_whole_shards_is_written_block_by_dask_block():
 
 
 @pytest.mark.parametrize("threads", [1, 3, 16, 64])
-def test_planned_blocks_cover_the_array_in_whole_units(threads):
+@pytest.mark.parametrize("halved", [None, [False, True, True]], ids=["flat", "pyramid"])
+def test_planned_blocks_cover_the_array_in_whole_units(threads, halved):
     shape, units = (5, 40, 33), (4, 8, 10)
-    bounds = retile.dask._block_bounds(shape, units, 2, threads)
+    bounds = retile.dask._block_bounds(shape, units, 2, threads, halved)
     for dim, n, unit in zip(bounds, shape, units):
         assert dim[0][0] == 0 and dim[-1][1] == n
         assert all(a % unit == 0 and a < b for a, b in dim)
         assert all(b == c for (_, b), (c, _) in zip(dim, dim[1:]))
     blocks = np.prod([len(d) for d in bounds])
-    # as many blocks as threads where the units allow (2 x 5 x 3: the 3
-    # elements past the last whole unit of 10 join the block before them)
-    assert blocks >= min(threads, 2 * 5 * 3)
-    assert all(b - a >= unit for dim, unit in zip(bounds[1:], units[1:]) for a, b in dim)
+    if halved:
+        # as many blocks as threads where the units allow (2 x 5 x 3: the 3
+        # elements past the last whole unit of 10 join the block before them,
+        # as a pyramid's block is at least a unit wide)
+        assert blocks >= min(threads, 2 * 5 * 3)
+        assert all(b - a >= unit for dim, unit in zip(bounds[1:], units[1:]) for a, b in dim)
+    else:
+        # the 3 elements past the last whole unit are a block of their own
+        assert blocks >= min(threads, 2 * 5 * 4)
 
 
 @given(st.lists(st.tuples(st.integers(0, 2), st.integers(1, 4)), min_size=1, max_size=6),

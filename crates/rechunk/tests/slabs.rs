@@ -1,5 +1,5 @@
-//! An output written in slabs, or in blocks cut along every dimension, in
-//! any order, is the store one stream writes: the same files, the same metadata byte for byte, and every
+//! An output written in slabs, or in blocks cut along every dimension, or
+//! (a pyramid) in two phases, in any order, is the store one stream writes: the same files, the same metadata byte for byte, and every
 //! level's elements equal as zarrs reads them (a shard's inner chunks may
 //! lie in another order: writers append them as they finish). Random
 //! arrays of rank 2 to 5, with and without shards, codecs and pyramids (the
@@ -237,6 +237,106 @@ proptest! {
         }
         begun.finish().unwrap();
         same_store(dir.path(), "blocks.zarr", &c, job.level_shapes().len())?;
+    }
+}
+
+/// Every box of `parts` (each dimension's parts), shuffled as `order` says.
+fn shuffled_boxes(parts: &[Vec<(u64, u64)>], order: u64) -> Vec<(Vec<u64>, Vec<u64>)> {
+    let mut blocks: Vec<Vec<(u64, u64)>> = vec![vec![]];
+    for dim in parts {
+        blocks = blocks
+            .iter()
+            .flat_map(|b| dim.iter().map(move |p| [b.clone(), vec![*p]].concat()))
+            .collect();
+    }
+    let n = blocks.len();
+    for i in 0..n {
+        blocks.swap(i, (order.wrapping_mul(i as u64 + 5) % n as u64) as usize);
+    }
+    blocks.into_iter().map(|b| b.into_iter().unzip()).collect()
+}
+
+/// Writes the box `piece` of shape `extent` at `origin` into the C-order
+/// array `whole` of shape `shape`, `item` bytes an element.
+fn place(
+    whole: &mut [u8],
+    shape: &[u64],
+    origin: &[u64],
+    extent: &[u64],
+    piece: &[u8],
+    item: usize,
+) {
+    let rank = shape.len();
+    let count: u64 = extent.iter().product();
+    for i in 0..count {
+        let (mut rest, mut at) = (i, 0u64);
+        let mut coords = vec![0u64; rank];
+        for d in (0..rank).rev() {
+            coords[d] = origin[d] + rest % extent[d];
+            rest /= extent[d];
+        }
+        for d in 0..rank {
+            at = at * shape[d] + coords[d];
+        }
+        let (to, from) = (at as usize * item, i as usize * item);
+        whole[to..to + item].copy_from_slice(&piece[from..from + item]);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+    /// A pyramid in two phases: blocks of whole level-0 files written into
+    /// level 0 and halved (`write_top`), then boxes of whole files of every
+    /// level below written from those level-1 pieces (`write_levels`),
+    /// each phase in any order.
+    #[test]
+    fn a_pyramid_in_two_phases_writes_the_store_one_stream_writes(c in case()) {
+        if c.pyramid.is_none() {
+            return Err(TestCaseError::reject("two phases are a pyramid's"));
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let backend = Backend::Cpu { threads: 1 };
+        let store = |name: &str| ZarrOptions { path: dir.path().join(name), ..Default::default() };
+        let count: u64 = c.shape.iter().product();
+        let data: Vec<u8> = (0..count).flat_map(|i| ((i * 7919 % 65521) as u16).to_ne_bytes()).collect();
+        let whole = match options(&c).resolve(Some(store("stream.zarr")), backend) {
+            Ok(whole) => whole,
+            Err(e) => return Err(TestCaseError::reject(e.to_string())),
+        };
+        let Ok(mut stream) = open_output(whole.spec.clone(), &whole.fill, backend, &whole.output) else {
+            return Err(TestCaseError::reject("a pyramid the extents cannot make"));
+        };
+        stream.append(&data).unwrap();
+        stream.finish().unwrap();
+        let job = SlabJob::new(options(&c).resolve(Some(store("phases.zarr")), backend).unwrap()).unwrap();
+        let (top, halved) = (job.top_units(), job.halved().to_vec());
+        let level1_shape = job.level_shapes()[1].clone();
+        let mut level1 = vec![0u8; level1_shape.iter().product::<u64>() as usize * 2];
+        let begun = job.begin().unwrap();
+        let parts: Vec<Vec<(u64, u64)>> = (0..c.shape.len())
+            .map(|d| cuts(c.shape[d], top[d], 1 + (c.order >> (2 * d)) % 3, false))
+            .collect();
+        for (origin, extent) in shuffled_boxes(&parts, c.order) {
+            let (_, child) = job.write_top(&origin, &extent, &boxed(&data, &c.shape, &origin, &extent, 2), backend).unwrap();
+            let (at, size): (Vec<u64>, Vec<u64>) = (0..origin.len())
+                .map(|d| match halved[d] {
+                    true => (origin[d] / 2, extent[d].div_ceil(2)),
+                    false => (origin[d], extent[d]),
+                })
+                .unzip();
+            place(&mut level1, &level1_shape, &at, &size, &child, 2);
+        }
+        let units = job.level_units(1);
+        let parts: Vec<Vec<(u64, u64)>> = (0..c.shape.len())
+            .map(|d| cuts(level1_shape[d], units[d], 1 + (c.order >> (2 * d + 1)) % 2, halved[d] && d > 0))
+            .collect();
+        for (origin, extent) in shuffled_boxes(&parts, c.order >> 7) {
+            let piece = boxed(&level1, &level1_shape, &origin, &extent, 2);
+            job.write_levels(1, &origin, &extent, &piece, backend).unwrap();
+        }
+        begun.finish().unwrap();
+        same_store(dir.path(), "phases.zarr", &c, job.level_shapes().len())?;
     }
 }
 

@@ -206,26 +206,30 @@ def _slab_bounds(total: int, unit: int, unit_bytes: int, parallelism: int) -> li
     return [(start, min(start + step, total)) for start in range(0, total, step)]
 
 
-def _even_bounds(extent: int, unit: int, pieces: int) -> list[tuple[int, int]]:
+def _even_bounds(extent: int, unit: int, pieces: int, narrow: bool = True) -> list[tuple[int, int]]:
     """At most ``pieces`` parts of whole units of ``unit`` covering ``extent``
-    (the last the rest, merged into the one before when less than a unit)."""
+    (the last the rest; merged into the one before when less than a unit,
+    unless ``narrow`` allows it)."""
     units = max(1, math.ceil(extent / unit))
     step = math.ceil(units / max(1, min(pieces, units))) * unit
     bounds = [(start, min(start + step, extent)) for start in range(0, extent, step)]
-    if len(bounds) > 1 and bounds[-1][1] - bounds[-1][0] < unit:
+    if not narrow and len(bounds) > 1 and bounds[-1][1] - bounds[-1][0] < unit:
         bounds[-2:] = [(bounds[-2][0], extent)]
     return bounds
 
 
-def _block_bounds(shape, units, itemsize: int, parallelism: int) -> list[list[tuple[int, int]]]:
+def _block_bounds(shape, units, itemsize: int, parallelism: int, halved=None) -> list[list[tuple[int, int]]]:
     """The bounds of the blocks along each dimension: slabs along the first
     (``_slab_bounds``), then the next dimensions cut into whole units until
-    there are as many blocks as threads (or the units allow no more)."""
+    there are as many blocks as threads (or the units allow no more). Along
+    a dimension in ``halved`` (a pyramid's) no block is narrower than a
+    unit, or the whole extent: a short last part joins the one before."""
+    halved = halved or [False] * len(shape)
     plane_bytes = math.prod(shape[1:]) * itemsize
     bounds = [_slab_bounds(shape[0], units[0], units[0] * plane_bytes, parallelism)]
-    for extent, unit in zip(shape[1:], units[1:]):
+    for extent, unit, h in zip(shape[1:], units[1:], halved[1:]):
         blocks = math.prod(len(b) for b in bounds)
-        bounds.append(_even_bounds(extent, unit, math.ceil(parallelism / blocks)))
+        bounds.append(_even_bounds(extent, unit, math.ceil(parallelism / blocks), narrow=not h))
     return bounds
 
 
@@ -270,7 +274,7 @@ def _blocks(x, units, parallelism, halved=None):
     otherwise."""
     shape = tuple(int(n) for n in x.shape)
     halved = halved or [False] * len(shape)
-    planned = _block_bounds(shape, units, np.dtype(x.dtype).itemsize, parallelism)
+    planned = _block_bounds(shape, units, np.dtype(x.dtype).itemsize, parallelism, halved)
     own = _own_bounds(x, units, halved, planned, shape)
     if own is not None:
         return x, own
@@ -450,7 +454,7 @@ def _in_two_phases(job, x, parallelism) -> bool:
     itemsize = np.dtype(x.dtype).itemsize
 
     def lies_on(units, halved):
-        planned = _block_bounds(shape, units, itemsize, parallelism)
+        planned = _block_bounds(shape, units, itemsize, parallelism, halved)
         return _own_bounds(x, units, halved, planned, shape) is not None
 
     return lies_on(job.top_units, [False] * len(shape)) and not lies_on(job.block_units, job.halved)
@@ -500,7 +504,7 @@ def _pyramid_tasks(x, job, plan, client, parallelism):
                          for o, n, h in zip(origin, extent, job.halved)])
         pieces.append((list(at), list(size), child, place))
     level1 = job.level_shapes[1]
-    bounds = _block_bounds(level1, job.level_units(1), np.dtype(x.dtype).itemsize, parallelism)
+    bounds = _block_bounds(level1, job.level_units(1), np.dtype(x.dtype).itemsize, parallelism, job.halved)
     boxes = list(_boxes(bounds))
     overlaps = [[p for p in pieces if _overlap(origin, extent, p[0], p[1])] for _, origin, extent in boxes]
     places = _spread(_workers(client), [[p[3] for p in ps if p[3]] for ps in overlaps]) \
@@ -554,7 +558,7 @@ def rechunk(src, dst, tile, *, client, memory=None, retries=2, **rechunk_args):
     job.check_memory()
     args.pop("overwrite", None)
     itemsize = job.plane_bytes // max(1, math.prod(job.shape[1:]))
-    bounds = _block_bounds(job.shape, job.block_units, itemsize, _parallelism(client))
+    bounds = _block_bounds(job.shape, job.block_units, itemsize, _parallelism(client), job.halved)
     boxes = list(_boxes(bounds))
     copy = dask.delayed(_copy_block, pure=False)
     hosts = _task_threads(client)
