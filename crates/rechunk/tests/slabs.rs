@@ -204,40 +204,46 @@ proptest! {
         let dir = tempfile::tempdir().unwrap();
         let backend = Backend::Cpu { threads: 1 };
         let store = |name: &str| ZarrOptions { path: dir.path().join(name), ..Default::default() };
-        let count: u64 = c.shape.iter().product();
-        let data: Vec<u8> = (0..count).flat_map(|i| ((i * 7919 % 65521) as u16).to_ne_bytes()).collect();
-        let whole = match options(&c).resolve(Some(store("stream.zarr")), backend) {
-            Ok(whole) => whole,
-            Err(e) => return Err(TestCaseError::reject(e.to_string())),
-        };
-        let Ok(mut stream) = open_output(whole.spec.clone(), &whole.fill, backend, &whole.output) else {
-            return Err(TestCaseError::reject("a pyramid the extents cannot make"));
-        };
-        stream.append(&data).unwrap();
-        stream.finish().unwrap();
+        let data = streamed(dir.path(), &c)?;
         let job = SlabJob::new(options(&c).resolve(Some(store("blocks.zarr")), backend).unwrap()).unwrap();
         let units = job.block_units();
         // each dimension cut into parts of 1 to 3 units, as the case's bits say
         let parts: Vec<Vec<(u64, u64)>> = (0..c.shape.len())
             .map(|d| cuts(c.shape[d], units[d], 1 + (c.order >> (2 * d)) % 3, c.pyramid.is_some() && d > 0))
             .collect();
-        let mut blocks: Vec<Vec<(u64, u64)>> = vec![vec![]];
-        for dim in &parts {
-            blocks = blocks.iter().flat_map(|b| dim.iter().map(move |p| [b.clone(), vec![*p]].concat())).collect();
-        }
-        let n = blocks.len();
-        for i in 0..n {
-            blocks.swap(i, (c.order.wrapping_mul(i as u64 + 3) % n as u64) as usize);
-        }
         let begun = job.begin().unwrap();
-        for block in &blocks {
-            let (origin, extent): (Vec<u64>, Vec<u64>) = block.iter().copied().unzip();
+        for (origin, extent) in shuffled_boxes(&parts, c.order) {
             let bytes = boxed(&data, &c.shape, &origin, &extent, 2);
             job.write_block(&origin, &extent, &bytes, backend).unwrap();
         }
         begun.finish().unwrap();
         same_store(dir.path(), "blocks.zarr", &c, job.level_shapes().len())?;
     }
+}
+
+/// The case's elements (C order, u16), written by one stream at
+/// `dir/stream.zarr`; the case rejected where its options or its pyramid
+/// cannot be made.
+fn streamed(dir: &Path, c: &Case) -> Result<Vec<u8>, TestCaseError> {
+    let backend = Backend::Cpu { threads: 1 };
+    let store = ZarrOptions {
+        path: dir.join("stream.zarr"),
+        ..Default::default()
+    };
+    let count: u64 = c.shape.iter().product();
+    let data: Vec<u8> = (0..count)
+        .flat_map(|i| ((i * 7919 % 65521) as u16).to_ne_bytes())
+        .collect();
+    let whole = options(c)
+        .resolve(Some(store), backend)
+        .map_err(|e| TestCaseError::reject(e.to_string()))?;
+    let Ok(mut stream) = open_output(whole.spec.clone(), &whole.fill, backend, &whole.output)
+    else {
+        return Err(TestCaseError::reject("a pyramid the extents cannot make"));
+    };
+    stream.append(&data).unwrap();
+    stream.finish().unwrap();
+    Ok(data)
 }
 
 /// Every box of `parts` (each dimension's parts), shuffled as `order` says.
@@ -298,17 +304,7 @@ proptest! {
         let dir = tempfile::tempdir().unwrap();
         let backend = Backend::Cpu { threads: 1 };
         let store = |name: &str| ZarrOptions { path: dir.path().join(name), ..Default::default() };
-        let count: u64 = c.shape.iter().product();
-        let data: Vec<u8> = (0..count).flat_map(|i| ((i * 7919 % 65521) as u16).to_ne_bytes()).collect();
-        let whole = match options(&c).resolve(Some(store("stream.zarr")), backend) {
-            Ok(whole) => whole,
-            Err(e) => return Err(TestCaseError::reject(e.to_string())),
-        };
-        let Ok(mut stream) = open_output(whole.spec.clone(), &whole.fill, backend, &whole.output) else {
-            return Err(TestCaseError::reject("a pyramid the extents cannot make"));
-        };
-        stream.append(&data).unwrap();
-        stream.finish().unwrap();
+        let data = streamed(dir.path(), &c)?;
         let job = SlabJob::new(options(&c).resolve(Some(store("phases.zarr")), backend).unwrap()).unwrap();
         let (top, halved) = (job.top_units(), job.halved().to_vec());
         let level1_shape = job.level_shapes()[1].clone();
