@@ -159,25 +159,34 @@ proptest! {
     }
 }
 
+/// The element index, in the C-order array of shape `shape`, of each
+/// element of the box at `origin` of extents `extent`, in C order.
+fn box_indexes(shape: &[u64], origin: &[u64], extent: &[u64]) -> Vec<usize> {
+    let rank = shape.len();
+    let count: u64 = extent.iter().product();
+    (0..count)
+        .map(|i| {
+            let (mut rest, mut at) = (i, 0u64);
+            let mut coords = vec![0u64; rank];
+            for d in (0..rank).rev() {
+                coords[d] = origin[d] + rest % extent[d];
+                rest /= extent[d];
+            }
+            for d in 0..rank {
+                at = at * shape[d] + coords[d];
+            }
+            at as usize
+        })
+        .collect()
+}
+
 /// The elements of the box at `origin` of extents `extent` of the C-order
 /// array `data` of shape `shape`, `item` bytes each, in C order.
 fn boxed(data: &[u8], shape: &[u64], origin: &[u64], extent: &[u64], item: usize) -> Vec<u8> {
-    let rank = shape.len();
-    let count: u64 = extent.iter().product();
-    let mut out = Vec::with_capacity(count as usize * item);
-    for i in 0..count {
-        let (mut rest, mut at) = (i, 0u64);
-        let mut coords = vec![0u64; rank];
-        for d in (0..rank).rev() {
-            coords[d] = origin[d] + rest % extent[d];
-            rest /= extent[d];
-        }
-        for d in 0..rank {
-            at = at * shape[d] + coords[d];
-        }
-        out.extend_from_slice(&data[at as usize * item..(at as usize + 1) * item]);
-    }
-    out
+    box_indexes(shape, origin, extent)
+        .into_iter()
+        .flat_map(|at| data[at * item..(at + 1) * item].iter().copied())
+        .collect()
 }
 
 /// Cuts `extent` into parts of whole `unit`s, each `per` units long, the
@@ -272,20 +281,8 @@ fn place(
     piece: &[u8],
     item: usize,
 ) {
-    let rank = shape.len();
-    let count: u64 = extent.iter().product();
-    for i in 0..count {
-        let (mut rest, mut at) = (i, 0u64);
-        let mut coords = vec![0u64; rank];
-        for d in (0..rank).rev() {
-            coords[d] = origin[d] + rest % extent[d];
-            rest /= extent[d];
-        }
-        for d in 0..rank {
-            at = at * shape[d] + coords[d];
-        }
-        let (to, from) = (at as usize * item, i as usize * item);
-        whole[to..to + item].copy_from_slice(&piece[from..from + item]);
+    for (i, at) in box_indexes(shape, origin, extent).into_iter().enumerate() {
+        whole[at * item..(at + 1) * item].copy_from_slice(&piece[i * item..(i + 1) * item]);
     }
 }
 
