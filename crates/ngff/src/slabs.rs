@@ -370,8 +370,8 @@ impl SlabJob {
     /// let mut level1 = Vec::new();
     /// for first in [0, 4] { // phase one: level 0 in blocks, each handing on its level 1
     ///     let data: Vec<u8> = (0..8).map(|i| (i % 4 + first) as u8 * 2).collect();
-    ///     let (_, child) = job.write_top(&[0, first], &[2, 4], &data, cpu)?;
-    ///     level1.push(child);
+    ///     level1.push(job.halve_top(&[0, first], &[2, 4], &data, cpu)?);
+    ///     job.write_top(&[0, first], &[2, 4], &data, cpu)?;
     /// }
     /// // phase two: level 1's box (whole rows here), and level 2 from it
     /// let rows: Vec<u8> = [&level1[0][..2], &level1[1][..2], &level1[0][2..], &level1[1][2..]].concat();
@@ -406,21 +406,46 @@ impl SlabJob {
 
     /// A task's work in the first phase of a pyramid written in two: `data`
     /// (C order, native byte order) as the box of shape `shape` at element
-    /// `origin` of level 0, written there alone, and the box halved into
-    /// level 1 returned (C order, its shape that of `shape` halved along
-    /// the halved dimensions, rounded up) for [`SlabJob::write_levels`] to
-    /// write the levels below. A block of level 0 alone needs to be whole
-    /// files of that level only ([`SlabJob::top_units`]), so a pyramid can
-    /// be cut into as many blocks as its array has shards. Refused for a
-    /// job of one level. Returns the block's summary (level 0 only) and
-    /// level 1's box. See [`SlabJob::write_levels`] for an example.
+    /// `origin` of level 0, written there alone; [`SlabJob::halve_top`]
+    /// makes its level 1 for [`SlabJob::write_levels`] to write the levels
+    /// below. A block of level 0 alone needs to be whole files of that
+    /// level only ([`SlabJob::top_units`]), so a pyramid can be cut into as
+    /// many blocks as its array has shards. Refused for a job of one
+    /// level. Returns the block's summary (level 0 only). See
+    /// [`SlabJob::write_levels`] for an example.
     pub fn write_top(
         &self,
         origin: &[u64],
         shape: &[u64],
         data: &[u8],
         backend: Backend,
-    ) -> Result<(retile_plan::Summary, Vec<u8>), StreamError> {
+    ) -> Result<retile_plan::Summary, StreamError> {
+        self.check_top(origin, shape, data)?;
+        let mut stream = self.open_levels(0, 1, origin, shape, backend)?;
+        stream.append(data)?;
+        stream.finish()
+    }
+
+    /// The first phase's other part: the block of level 0 that
+    /// [`SlabJob::write_top`] takes, halved into level 1 (C order, its
+    /// shape that of `shape` halved along the halved dimensions, rounded
+    /// up). It needs nothing written, so a job can hand level 1 on before
+    /// level 0 is stored. Checked as [`SlabJob::write_top`] is.
+    pub fn halve_top(
+        &self,
+        origin: &[u64],
+        shape: &[u64],
+        data: &[u8],
+        backend: Backend,
+    ) -> Result<Vec<u8>, StreamError> {
+        self.check_top(origin, shape, data)?;
+        self.halved_block(shape, data, backend)
+    }
+
+    /// Refuses a first-phase block: for a job of one level, or as
+    /// [`SlabJob::check_box`] does with [`SlabJob::top_units`], or of the
+    /// wrong size.
+    fn check_top(&self, origin: &[u64], shape: &[u64], data: &[u8]) -> Result<(), StreamError> {
         if self.levels.len() < 2 {
             return Err(StreamError::Invalid(
                 "a job of one level has no level 1 to hand on: write its blocks with write_block"
@@ -428,11 +453,7 @@ impl SlabJob {
             ));
         }
         self.check_box(0, origin, shape, &self.top_units(), false)?;
-        self.check_bytes(shape, data)?;
-        let mut stream = self.open_levels(0, 1, origin, shape, backend)?;
-        stream.append(data)?;
-        let summary = stream.finish()?;
-        Ok((summary, self.halved_block(shape, data, backend)?))
+        self.check_bytes(shape, data)
     }
 
     /// Level 1 of the level-0 box of shape `shape` holding `data`.

@@ -267,24 +267,32 @@ impl PySlabJob {
     /// A first-phase task's work for a pyramid written in two: `data` (a
     /// C-contiguous buffer of the array's dtype) as the box of shape
     /// `shape` at element `origin`, written into level 0 alone with the
-    /// GIL released; returns the block's summary and the box halved into
-    /// level 1 (bytes, C order).
+    /// GIL released; returns the block's summary.
     fn write_top<'py>(
         &self,
         py: Python<'py>,
         origin: Vec<u64>,
         shape: Vec<u64>,
         data: &Bound<'py, PyAny>,
-    ) -> PyResult<(Bound<'py, PyDict>, Bound<'py, PyBytes>)> {
-        let mut child = Vec::new();
-        let summary = self.write_held(py, data, |job, bytes, backend| {
+    ) -> PyResult<Bound<'py, PyDict>> {
+        self.write_held(py, data, |job, bytes, backend| {
             job.write_top(&origin, &shape, bytes, backend)
-                .map(|(summary, level1)| {
-                    child = level1;
-                    summary
-                })
+        })
+    }
+
+    /// The first phase's other part: the block ``write_top`` takes,
+    /// halved into level 1 with the GIL released (bytes, C order).
+    fn halve_top<'py>(
+        &self,
+        py: Python<'py>,
+        origin: Vec<u64>,
+        shape: Vec<u64>,
+        data: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let child = self.with_held(py, data, |job, bytes, backend| {
+            job.halve_top(&origin, &shape, bytes, backend)
         })?;
-        Ok((summary, PyBytes::new(py, &child)))
+        Ok(PyBytes::new(py, &child))
     }
 
     /// A second-phase task's work: `data` (a C-contiguous buffer of the
@@ -339,6 +347,18 @@ impl PySlabJob {
             ) -> Result<retile_stream::Summary, retile_stream::StreamError>
             + Send,
     ) -> PyResult<Bound<'py, PyDict>> {
+        let summary = self.with_held(py, data, write)?;
+        summary_dict(py, &summary)
+    }
+
+    /// `work` run on the bytes of `data` (a C-contiguous buffer of the
+    /// array's dtype) with the GIL released.
+    fn with_held<'py, T: Send>(
+        &self,
+        py: Python<'py>,
+        data: &Bound<'py, PyAny>,
+        work: impl FnOnce(&SlabJob, &[u8], Backend) -> Result<T, retile_stream::StreamError> + Send,
+    ) -> PyResult<T> {
         let held = HeldBuffer::get(data)?;
         if !held.is_c_contiguous() {
             return Err(PyValueError::new_err(
@@ -350,17 +370,17 @@ impl PySlabJob {
         let backend = Backend::Cpu {
             threads: self.threads,
         };
-        let summary = py.allow_threads(move || {
+        let result = py.allow_threads(move || {
             let data: &[u8] = match len {
                 0 => &[],
                 // SAFETY: the buffer is held (and so kept alive and unresized) by `held`
                 // until after this closure returns; it is `len` readable bytes at `addr`.
                 _ => unsafe { std::slice::from_raw_parts(addr as *const u8, len) },
             };
-            write(&self.job, data, backend)
+            work(&self.job, data, backend)
         });
         drop(held);
-        summary_dict(py, &summary.map_err(stream_err)?)
+        result.map_err(stream_err)
     }
 
     /// The array's element type.

@@ -284,7 +284,10 @@ def test_two_phase_blocks_are_checked(tmp_path):
         job.write_levels(2, [0, 0, 0], [2, 3, 3], np.zeros((2, 3, 3), np.uint8))
     with pytest.raises(ValueError, match="is 60 bytes; 30 bytes were given"):
         job.write_levels(1, [0, 0, 0], [2, 6, 5], np.zeros((2, 3, 5), np.uint8))
-    summary, child = job.write_top([0, 6, 0], [4, 6, 10], np.full((4, 6, 10), 7, np.uint8))
+    with pytest.raises(ValueError, match="multiple of 6 elements along dimension 1"):
+        job.halve_top([0, 3, 0], [2, 3, 10], np.zeros((2, 3, 10), np.uint8))
+    summary = job.write_top([0, 6, 0], [4, 6, 10], np.full((4, 6, 10), 7, np.uint8))
+    child = job.halve_top([0, 6, 0], [4, 6, 10], np.full((4, 6, 10), 7, np.uint8))
     assert len(summary["levels"]) == 1 and child == bytes([7]) * (4 * 3 * 5)
     job.close()
     flat = retile._retile._SlabJob(str(tmp_path / "f.zarr"), dict(shape=[4, 6], tile=[2, 3], dtype="uint8"))

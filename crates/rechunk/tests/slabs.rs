@@ -290,7 +290,7 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
 
     /// A pyramid in two phases: blocks of whole level-0 files written into
-    /// level 0 and halved (`write_top`), then boxes of whole files of every
+    /// level 0 (`write_top`) and halved (`halve_top`), then boxes of whole files of every
     /// level below written from those level-1 pieces (`write_levels`),
     /// each phase in any order.
     #[test]
@@ -311,7 +311,9 @@ proptest! {
             .map(|d| cuts(c.shape[d], top[d], 1 + (c.order >> (2 * d)) % 3, false))
             .collect();
         for (origin, extent) in shuffled_boxes(&parts, c.order) {
-            let (_, child) = job.write_top(&origin, &extent, &boxed(&data, &c.shape, &origin, &extent, 2), backend).unwrap();
+            let block = boxed(&data, &c.shape, &origin, &extent, 2);
+            job.write_top(&origin, &extent, &block, backend).unwrap();
+            let child = job.halve_top(&origin, &extent, &block, backend).unwrap();
             let (at, size): (Vec<u64>, Vec<u64>) = (0..origin.len())
                 .map(|d| match halved[d] {
                     true => (origin[d] / 2, extent[d].div_ceil(2)),

@@ -300,11 +300,34 @@ def _write_block(output, options, store, origin, shape, block, hosts, tasks):
     return job.write_block(list(origin), list(shape), np.ascontiguousarray(block))
 
 
-def _write_top(output, options, store, origin, shape, block, hosts, tasks):
+def _write_top(output, options, store, origin, shape, block, hosts, tasks, leave_slot):
     """A first-phase task of a pyramid written in two: one block written
-    into level 0 alone; returns its summary and its level 1 (bytes)."""
+    into level 0 alone; returns its summary. With ``leave_slot`` (every
+    first-phase task has a thread of its own) it first leaves its worker's
+    task slots (``distributed.secede``), so that the second phase, which
+    needs only level 1, runs beside the level-0 writes rather than after
+    them."""
+    if leave_slot:
+        _secede()
     job = _task_job(output, options, store, hosts, tasks)
     return job.write_top(list(origin), list(shape), np.ascontiguousarray(block))
+
+
+def _halve_top(output, options, store, origin, shape, block, hosts, tasks):
+    """The first phase's other task: the block halved into level 1 (bytes)."""
+    job = _task_job(output, options, store, hosts, tasks)
+    return job.halve_top(list(origin), list(shape), np.ascontiguousarray(block))
+
+
+def _secede():
+    """Leaves this ``distributed`` worker's task slots (nothing outside a
+    worker)."""
+    try:
+        from distributed import get_worker, secede
+        get_worker()
+    except (ImportError, ValueError):
+        return
+    secede()
 
 
 def _write_levels(output, options, store, origin, shape, pieces, hosts, tasks):
@@ -485,21 +508,23 @@ def _block_tasks(x, job, plan, client, parallelism):
 
 def _pyramid_tasks(x, job, plan, client, parallelism):
     """The tasks writing a pyramid in two phases: blocks of whole files of
-    level 0 each written there and halved into level 1 (a quarter of the
-    bytes, where two dimensions are halved), then boxes of whole files of
-    every level below, each made from the level-1 pieces it overlaps and
-    written on the worker holding most of them. Returns the first phase's
-    summaries and the second phase's tasks."""
+    level 0 each written there by one task and halved into level 1 (a
+    quarter of the bytes, where two dimensions are halved) by another,
+    then boxes of whole files of every level below, each made from the
+    level-1 pieces it overlaps and written on a worker holding one of
+    them. Returns the level-0 tasks and the second phase's tasks."""
     x, bounds = _blocks(x, job.top_units, parallelism)
-    top = dask.delayed(_write_top, pure=False, nout=2)
+    top = dask.delayed(_write_top, pure=False)
+    halve = dask.delayed(_halve_top, pure=False)
     delayed = x.to_delayed()
     boxes = list(_boxes(bounds))
     places = _placed(client, x, [delayed[index].key for index, _, _ in boxes])
+    leave_slot = client is not None and len(boxes) <= parallelism
     summaries, pieces = [], []
     for (index, origin, extent), place in zip(boxes, places):
         with _on(place):
-            summary, child = top(*plan[:3], origin, extent, delayed[index], plan[3], delayed.size)
-        summaries.append(summary)
+            summaries.append(top(*plan[:3], origin, extent, delayed[index], plan[3], delayed.size, leave_slot))
+            child = halve(*plan[:3], origin, extent, delayed[index], plan[3], delayed.size)
         at, size = zip(*[(o // 2, -(-n // 2)) if h else (o, n)
                          for o, n, h in zip(origin, extent, job.halved)])
         pieces.append((list(at), list(size), child, place))
