@@ -526,8 +526,30 @@ impl Acquisition {
     /// Adds `planes` planes of the fill value to the array `key` names
     /// (frames its camera dropped), as [`MultiscaleStream::skip`].
     pub fn skip(&mut self, key: Option<&str>, planes: u64) -> Result<(), StreamError> {
+        self.skip_while(key, planes, || true).map(|_| ())
+    }
+
+    /// [`Acquisition::skip`] that stops when `go_on` answers false, as
+    /// [`MultiscaleStream::skip_while`]; returns the planes added.
+    ///
+    /// ```
+    /// use retile_ngff::{Acquisition, ArrayOptions};
+    /// use retile_pyramid::Backend;
+    /// let options = ArrayOptions { shape: vec![0, 4], tile: vec![1, 4], dtype: "u8".into(), ..Default::default() };
+    /// let backend = Backend::Cpu { threads: 1 };
+    /// let mut one = Acquisition::single(options.resolve(None, backend)?, backend)?;
+    /// assert_eq!(one.skip_while(None, 5, || false)?, 0);
+    /// assert_eq!(one.skip_while(None, 5, || true)?, 5);
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
+    pub fn skip_while(
+        &mut self,
+        key: Option<&str>,
+        planes: u64,
+        go_on: impl FnMut() -> bool,
+    ) -> Result<u64, StreamError> {
         let at = self.position(key)?;
-        self.arrays[at].stream.skip(planes)
+        self.arrays[at].stream.skip_while(planes, go_on)
     }
 
     /// The user attributes and per-plane records of the array `key` names

@@ -239,6 +239,35 @@ pub struct MultiscaleStream {
 /// goes through the tiler in pieces of bounded memory.
 const SKIP_PIECE_BYTES: u64 = 4 << 20;
 
+/// The most elements an array may hold: Zarr readers (numpy, zarr-python,
+/// tensorstore) index elements and bytes with signed 64-bit integers.
+const MAX_ELEMENTS: u64 = i64::MAX as u64;
+
+/// Refuses a skip of `planes` after `whole` planes of `plane_elements`
+/// elements (`plane_bytes` bytes) that would make an array no reader can
+/// index, or one whose bytes a 64-bit count cannot hold; nothing is added.
+fn check_indexable(
+    whole: u64,
+    planes: u64,
+    plane_elements: u64,
+    plane_bytes: u64,
+) -> Result<(), StreamError> {
+    let total = whole.checked_add(planes);
+    let fits = |per_plane: u64| {
+        total
+            .and_then(|t| t.checked_mul(per_plane))
+            .is_some_and(|n| n <= MAX_ELEMENTS)
+    };
+    if fits(plane_elements) && fits(plane_bytes) {
+        return Ok(());
+    }
+    Err(StreamError::Invalid(format!(
+        "skipping {planes} planes after {whole} would make an array of more than 2^63 - 1 elements or bytes \
+         ({plane_elements} elements, {plane_bytes} bytes a plane), which Zarr readers cannot index: skip at most {} planes",
+        (MAX_ELEMENTS / plane_bytes.max(plane_elements).max(1)).saturating_sub(whole)
+    )))
+}
+
 impl MultiscaleStream {
     /// Opens the streams of every level of `pyramid` over `spec` on
     /// `backend`, level `k` writing to `sink(k, &its spec)`.
@@ -414,8 +443,10 @@ impl MultiscaleStream {
     /// Adds `planes` planes of the fill value (frames a camera dropped),
     /// through every level as appended planes go; the chunks they fill
     /// alone are left out of the store. Refused, adding nothing, inside a
-    /// plane (after part of one was appended) or past the end of a
-    /// bounded shape.
+    /// plane (after part of one was appended), past the end of a bounded
+    /// shape, or past 2^63 - 1 elements or bytes (what Zarr readers can
+    /// index). A skip takes time in proportion to its planes, at the
+    /// stream's speed (it costs no disk).
     ///
     /// ```
     /// use retile_plan::{DType, NullSink, StreamSpec};
@@ -426,11 +457,37 @@ impl MultiscaleStream {
     /// s.skip(3)?;
     /// assert!(s.append(&[1; 2]).is_ok() && s.skip(1).is_err()); // inside plane 4
     /// s.append(&[1; 2])?;
+    /// assert!(s.skip(u64::MAX / 4).is_err()); // 2^64 bytes: no reader can index them
     /// let summary = s.finish()?;
     /// assert_eq!((summary.planes, summary.skipped_planes), (5, 3));
     /// # Ok::<(), retile_plan::StreamError>(())
     /// ```
     pub fn skip(&mut self, planes: u64) -> Result<(), StreamError> {
+        self.skip_while(planes, || true).map(|_| ())
+    }
+
+    /// [`MultiscaleStream::skip`] that asks `go_on` before each piece of
+    /// at most 4 MiB of fill and stops, adding no more, when it answers
+    /// false (a caller's interrupt); returns the planes added, each counted
+    /// in the summary's `skipped_planes` as a whole skip's are. The
+    /// refusals are decided before any plane is added.
+    ///
+    /// ```
+    /// use retile_plan::{DType, NullSink, StreamSpec};
+    /// use retile_pyramid::{Backend, MultiscaleStream};
+    /// let spec = StreamSpec::new(DType::U8, vec![0, 1 << 20], vec![1, 1 << 20])?;
+    /// let mut s = MultiscaleStream::single(spec, &[0], Backend::Cpu { threads: 1 }, Box::new(NullSink))?;
+    /// let mut asked = 0;
+    /// let added = s.skip_while(100, || { asked += 1; asked <= 2 })?; // 4 planes a piece
+    /// assert_eq!(added, 8);
+    /// assert_eq!(s.finish()?.skipped_planes, 8);
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
+    pub fn skip_while(
+        &mut self,
+        planes: u64,
+        mut go_on: impl FnMut() -> bool,
+    ) -> Result<u64, StreamError> {
         if self.finished {
             return Err(StreamError::Finished);
         }
@@ -459,18 +516,19 @@ impl MultiscaleStream {
                 spec.shape()[0]
             )));
         }
+        check_indexable(whole, planes, spec.plane_elements()?, plane_bytes)?;
         let per_piece = (SKIP_PIECE_BYTES / plane_bytes).max(1);
         let piece = self
             .fill
             .repeat((per_piece.min(planes) * plane_bytes / self.fill.len() as u64) as usize);
         let mut left = planes;
-        while left > 0 {
+        while left > 0 && go_on() {
             let now = left.min(per_piece);
             self.append(&piece[..(now * plane_bytes) as usize])?;
             self.skipped += now;
             left -= now;
         }
-        Ok(())
+        Ok(planes - left)
     }
 
     /// Flushes every level (a last odd plane of a halved first dimension

@@ -714,8 +714,13 @@ impl Stream {
     /// (the stream's own array with ``key=None``): frames the camera
     /// dropped. Chunks they fill alone are not stored (a reader sees the
     /// fill value), and the summary counts them as ``skipped_planes``.
-    /// Refused inside a plane (after part of one was appended) and past the
-    /// end of a bounded shape.
+    /// Refused, adding nothing, inside a plane (after part of one was
+    /// appended), past the end of a bounded shape, and past 2**63 - 1
+    /// elements or bytes (what Zarr readers can index). A skip costs no
+    /// disk, but takes time in proportion to its planes (the fill goes
+    /// through the stream, at its speed); Ctrl-C (any exception a signal
+    /// handler raises) stops it within 4 MiB of fill, and the planes added
+    /// until then stay, counted in ``skipped_planes``.
     ///
     /// Example::
     ///
@@ -726,8 +731,17 @@ impl Stream {
     fn skip(&self, py: Python<'_>, planes: u64, key: Option<&str>) -> PyResult<()> {
         let mut inner = self.shared.inner.try_lock().map_err(|_| busy())?;
         let stream: &mut Acquisition = &mut inner;
-        py.allow_threads(move || stream.skip(key, planes))
-            .map_err(stream_err)
+        let mut interrupt = None;
+        let go_on = || match Python::with_gil(|py| py.check_signals()) {
+            Ok(()) => true,
+            Err(e) => {
+                interrupt = Some(e);
+                false
+            }
+        };
+        py.allow_threads(move || stream.skip_while(key, planes, go_on))
+            .map_err(stream_err)?;
+        interrupt.map_or(Ok(()), Err)
     }
 
     /// Updates the user attributes of the array ``key`` names (the stream's

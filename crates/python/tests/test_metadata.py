@@ -8,6 +8,9 @@ stored, counted in the summary."""
 
 import json
 import os
+import subprocess
+import sys
+import textwrap
 import time
 
 import numpy as np
@@ -307,6 +310,50 @@ def test_skip_inside_a_plane_or_past_a_bounded_end_is_refused_and_adds_nothing(t
     read = zarr.open_array(str(out), mode="r")[...]
     np.testing.assert_array_equal(read[0], [0, 1, 2, 3])
     np.testing.assert_array_equal(read[1:], 0)
+
+
+def test_a_skip_readers_could_not_index_is_refused_before_adding_anything(tmp_path):
+    out = tmp_path / "s.zarr"
+    with retile.Stream(str(out), shape=(0,), tile=(4,), dtype="u16", fill=3) as s:
+        s.append(np.array([1, 2], np.uint16))
+        for planes in (2**62, 2**63 - 1):  # 2 bytes a plane: past 2**63 - 1 bytes
+            with pytest.raises(ValueError, match=f"cannot index: skip at most {2**62 - 3} planes"):
+                s.skip(planes)
+        with pytest.raises(OverflowError):
+            s.skip(2**64)
+        s.skip(3)
+    assert s.summary["skipped_planes"] == 3
+    np.testing.assert_array_equal(zarr.open_array(str(out), mode="r")[...], [1, 2, 3, 3, 3])
+
+
+def test_a_long_skip_stops_at_ctrl_c_and_keeps_the_planes_it_added(tmp_path):
+    out = tmp_path / "s.zarr"
+    script = textwrap.dedent(f"""
+        import json, os, signal, threading
+        import numpy as np
+        import retile
+        s = retile.Stream({str(out)!r}, shape=(0, 64, 256), tile=(4, 64, 256), dtype="u16", fill=9)
+        s.append(np.ones((64, 256), np.uint16))
+        threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
+        try:
+            s.skip(10**12)  # 32 TB of fill: hours
+            print("not interrupted")
+        except KeyboardInterrupt:
+            pass
+        s.append(np.full((64, 256), 2, np.uint16))
+        print(json.dumps(s.finish()))
+    """)
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    summary = json.loads(run.stdout)
+    skipped = summary["skipped_planes"]
+    assert 0 < skipped < 10**12 and summary["planes"] == skipped + 2
+    a = zarr.open_array(str(out), mode="r")
+    assert a.shape == (skipped + 2, 64, 256)
+    np.testing.assert_array_equal(a[0], 1)
+    np.testing.assert_array_equal(a[-1], 2)
+    np.testing.assert_array_equal(a[1 + skipped // 2], 9)
+    np.testing.assert_array_equal(a[skipped], 9)
 
 
 @pytest.mark.parametrize("rank", [1, 2, 3, 4, 5])

@@ -182,3 +182,41 @@ fn a_skip_of_planes_larger_than_the_piece_is_whole() {
     assert_eq!((summary.planes, summary.skipped_planes), (3, 3));
     assert!(sink.assemble().unwrap().iter().all(|&b| b == 9));
 }
+
+#[test]
+fn a_skip_past_what_readers_can_index_is_refused_and_adds_nothing() {
+    // 1-D (a plane of one element) and 3-D u16 (planes of 8 elements, 16 bytes)
+    for (dtype, shape, tile) in [
+        (DType::U8, vec![0], vec![4]),
+        (DType::U16, vec![0, 2, 4], vec![2, 2, 4]),
+    ] {
+        let sink = MemorySink::new();
+        let spec = StreamSpec::new(dtype, shape, tile).unwrap();
+        let elements = spec.plane_elements().unwrap();
+        let bytes = elements * dtype.size() as u64;
+        let mut stream = MultiscaleStream::single(
+            spec,
+            &vec![7; dtype.size()],
+            Backend::Cpu { threads: 1 },
+            Box::new(sink.clone()),
+        )
+        .unwrap();
+        stream.append(&vec![1; bytes as usize]).unwrap();
+        let most = i64::MAX as u64 / bytes - 1; // planes that may follow the first
+        for planes in [most + 1, u64::MAX / bytes, u64::MAX] {
+            let err = stream.skip(planes).unwrap_err().to_string();
+            assert!(
+                err.contains("cannot index")
+                    && err.contains(&format!("skip at most {most} planes")),
+                "{err}"
+            );
+        }
+        stream.skip(2).unwrap();
+        let summary = stream.finish().unwrap();
+        assert_eq!((summary.planes, summary.skipped_planes), (3, 2));
+        let stored = sink.assemble().unwrap();
+        assert_eq!(stored.len() as u64, 3 * bytes);
+        assert!(stored[..bytes as usize].iter().all(|&b| b == 1));
+        assert!(stored[bytes as usize..].iter().all(|&b| b == 7));
+    }
+}
