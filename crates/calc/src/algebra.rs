@@ -7,6 +7,16 @@ use crate::error::CalcError;
 use crate::value::Value;
 
 /// Names this module answers to, for help and error messages.
+///
+/// ```
+/// use retile_calc::{algebra::FUNCTIONS, evaluate};
+/// assert!(FUNCTIONS.contains(&"coalesce") && FUNCTIONS.contains(&"logical_divide"));
+/// assert_eq!(evaluate("coalesce((2,4):(1,2))")?.to_string(), "8:1");
+/// // an unknown name's error lists these names first
+/// let err = evaluate("no_such_function(1)").unwrap_err();
+/// assert!(err.message().contains("known: coalesce, filter, composition"), "{err}");
+/// # Ok::<(), retile_calc::CalcError>(())
+/// ```
 pub const FUNCTIONS: &[&str] = &[
     "coalesce",
     "filter",
@@ -39,6 +49,17 @@ pub const FUNCTIONS: &[&str] = &[
 ];
 
 /// An IntTuple as a calculator value.
+///
+/// ```
+/// use retile_calc::{algebra::tuple_value, Value};
+/// use retile_layout::IntTuple;
+/// assert_eq!(tuple_value(&IntTuple::Int(5)), Value::Int(5));
+/// let t: IntTuple = "(2,(3,4))".parse().unwrap();
+/// let v = tuple_value(&t);
+/// assert_eq!(v.to_string(), "(2,(3,4))");
+/// assert_eq!(v.to_int_tuple()?, t);
+/// # Ok::<(), retile_calc::CalcError>(())
+/// ```
 pub fn tuple_value(t: &IntTuple) -> Value {
     match t {
         IntTuple::Int(v) => Value::Int(*v),

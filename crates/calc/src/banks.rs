@@ -11,6 +11,15 @@ use crate::error::CalcError;
 use crate::value::Value;
 
 /// Names this module answers to.
+///
+/// ```
+/// use retile_calc::{banks::FUNCTIONS, evaluate};
+/// assert_eq!(FUNCTIONS, ["bank_conflicts", "transpose_banks"]);
+/// // 32 threads reading 32 consecutive floats: one wavefront, no conflicts
+/// let v = evaluate("bank_conflicts(32:1, threads=32, element_bytes=4)")?;
+/// assert!(v.to_string().contains("wavefronts=1, ideal=1, conflicts=0"), "{v}");
+/// # Ok::<(), retile_calc::CalcError>(())
+/// ```
 pub const FUNCTIONS: &[&str] = &["bank_conflicts", "transpose_banks"];
 
 /// Calls `name` if it is one of [`FUNCTIONS`].

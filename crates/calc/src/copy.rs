@@ -7,6 +7,14 @@ use crate::error::CalcError;
 use crate::value::Value;
 
 /// Names this module answers to.
+///
+/// ```
+/// use retile_calc::{copy::FUNCTIONS, evaluate};
+/// assert_eq!(FUNCTIONS, ["transpose_plan", "vector_width"]);
+/// let v = evaluate("vector_width((8,32):(1,8), (8,32):(1,16), element_bits=16)")?;
+/// assert_eq!(v.to_int()?, 8);
+/// # Ok::<(), retile_calc::CalcError>(())
+/// ```
 pub const FUNCTIONS: &[&str] = &["transpose_plan", "vector_width"];
 
 impl From<retile_copy::CopyError> for CalcError {

@@ -7,6 +7,15 @@ use crate::error::CalcError;
 use crate::value::Value;
 
 /// Names this module answers to.
+///
+/// ```
+/// use retile_calc::{device::FUNCTIONS, evaluate};
+/// assert_eq!(FUNCTIONS[0], "device_layout");
+/// assert!(FUNCTIONS.contains(&"device_bytes"));
+/// let v = evaluate("device_bytes(device_layout([512, 256], float16))")?;
+/// assert_eq!(v.to_int()?, 512 * 256 * 2);
+/// # Ok::<(), retile_calc::CalcError>(())
+/// ```
 pub const FUNCTIONS: &[&str] = &[
     "device_layout",
     "host_coord",

@@ -31,6 +31,13 @@ impl Eq for CalcError {}
 
 impl CalcError {
     /// An error without a position.
+    ///
+    /// ```
+    /// use retile_calc::CalcError;
+    /// let err = CalcError::new("shapes differ");
+    /// assert_eq!((err.to_string().as_str(), err.column()), ("shapes differ", None));
+    /// assert_eq!(retile_calc::evaluate(" ").unwrap_err(), CalcError::new("empty expression"));
+    /// ```
     pub fn new(message: impl Into<String>) -> Self {
         CalcError {
             column: None,
@@ -40,6 +47,13 @@ impl CalcError {
     }
 
     /// An error at a 1-based column.
+    ///
+    /// ```
+    /// use retile_calc::CalcError;
+    /// let err = CalcError::at(5, "expected ')'");
+    /// assert_eq!(err.to_string(), "at column 5: expected ')'");
+    /// assert_eq!((err.message(), err.column()), ("expected ')'", Some(5)));
+    /// ```
     pub fn at(column: usize, message: impl Into<String>) -> Self {
         CalcError {
             column: Some(column),
@@ -79,6 +93,12 @@ impl CalcError {
     }
 
     /// The 1-based column the error points at, if known.
+    ///
+    /// ```
+    /// use retile_calc::evaluate;
+    /// assert_eq!(evaluate("size((2,3):(1,2)").unwrap_err().column(), Some(17));
+    /// assert_eq!(evaluate("spatial(0)").unwrap_err().column(), Some(1));
+    /// ```
     pub fn column(&self) -> Option<usize> {
         self.column
     }

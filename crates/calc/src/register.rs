@@ -8,6 +8,16 @@ use crate::error::CalcError;
 use crate::value::Value;
 
 /// Names only this module answers to.
+///
+/// ```
+/// use retile_calc::{evaluate, register::FUNCTIONS};
+/// assert!(FUNCTIONS.contains(&"spatial") && FUNCTIONS.contains(&"num_threads"));
+/// assert_eq!(evaluate("num_threads(local(2, 1).spatial(8, 4))")?.to_string(), "32");
+/// // as methods, only these names (and flatten, size) are known
+/// let err = evaluate("spatial(4).coalesce()").unwrap_err();
+/// assert!(err.message().contains("coalesce is a function, not a method"), "{err}");
+/// # Ok::<(), retile_calc::CalcError>(())
+/// ```
 pub const FUNCTIONS: &[&str] = &[
     "register_layout",
     "spatial",

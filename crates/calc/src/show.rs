@@ -9,6 +9,16 @@ use crate::error::CalcError;
 use crate::value::Value;
 
 /// How a value is drawn.
+///
+/// ```
+/// use retile_calc::{evaluate, show::{drawing, Format}};
+/// let v = evaluate("(2,3):(3,1)")?;
+/// assert!(drawing(&v, Format::Text, None)?.contains(" 1  | 3 | 4 | 5 |"));
+/// assert!(drawing(&v, Format::Svg, None)?.starts_with("<svg"));
+/// let device = evaluate("device_layout([512, 256], float16)")?;
+/// assert!(drawing(&device, Format::Svg, None).is_err());
+/// # Ok::<(), retile_calc::CalcError>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
     /// A text grid.

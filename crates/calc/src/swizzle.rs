@@ -13,6 +13,14 @@ use crate::error::CalcError;
 use crate::value::Value;
 
 /// Names this module adds (the algebra's names also take swizzled layouts).
+///
+/// ```
+/// use retile_calc::{evaluate, swizzle::FUNCTIONS};
+/// assert_eq!(FUNCTIONS, ["Swizzle", "Sw"]);
+/// assert_eq!(evaluate("Swizzle(3, 4, 3)")?, evaluate("Sw<3,4,3>")?);
+/// assert_eq!(evaluate("Sw(2, 0, 3)")?.to_string(), "Sw<2,0,3>");
+/// # Ok::<(), retile_calc::CalcError>(())
+/// ```
 pub const FUNCTIONS: &[&str] = &["Swizzle", "Sw"];
 
 /// Calls `name` when it is a swizzle function or its arguments hold a

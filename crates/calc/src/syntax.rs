@@ -26,12 +26,40 @@ use crate::error::CalcError;
 
 /// Deepest nesting of brackets and calls accepted (`f(g(x))` is 2 levels,
 /// `((1,2),3)` is 2); operator and method chains add no levels.
+///
+/// ```
+/// use retile_calc::{parse, MAX_DEPTH};
+/// let nested = |depth: usize| format!("{}1{}", "(".repeat(depth), ")".repeat(depth));
+/// assert!(parse(&nested(MAX_DEPTH - 1)).is_ok());
+/// let err = parse(&nested(MAX_DEPTH + 1)).unwrap_err();
+/// assert!(err.message().contains("nested deeper than 64 levels"), "{err}");
+/// // a long chain adds no levels
+/// assert!(parse(&vec!["2"; 1000].join(" * ")).is_ok());
+/// ```
 pub const MAX_DEPTH: usize = 64;
 
 /// Longest expression accepted, in bytes (1 MiB).
+///
+/// ```
+/// use retile_calc::{parse, MAX_LEN};
+/// assert_eq!(MAX_LEN, 1 << 20);
+/// let padded = format!("{}8", " ".repeat(MAX_LEN - 1));
+/// assert!(parse(&padded).is_ok());
+/// let err = parse(&format!(" {padded}")).unwrap_err();
+/// assert!(err.message().contains("more than the limit of 1048576 bytes"), "{err}");
+/// ```
 pub const MAX_LEN: usize = 1 << 20;
 
 /// An expression, with the 1-based column where it starts.
+///
+/// ```
+/// use retile_calc::{eval, parse, ExprKind};
+/// let e = parse("  size(8:1)")?;
+/// assert_eq!(e.column, 3);
+/// assert!(matches!(&e.kind, ExprKind::Call { name, args, .. } if name == "size" && args.len() == 1));
+/// assert_eq!(eval(&e)?.to_string(), "8");
+/// # Ok::<(), retile_calc::CalcError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct Expr {
     /// What it is.
@@ -41,6 +69,16 @@ pub struct Expr {
 }
 
 /// The forms of expression.
+///
+/// ```
+/// use retile_calc::{parse, ExprKind};
+/// let ExprKind::Tuple(items) = parse("(1, _, float16)")?.kind else { panic!() };
+/// assert_eq!(items[0].kind, ExprKind::Int(1));
+/// assert_eq!(items[1].kind, ExprKind::Underscore);
+/// assert_eq!(items[2].kind, ExprKind::Name("float16".into()));
+/// assert_eq!(items[2].column, 8);
+/// # Ok::<(), retile_calc::CalcError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub enum ExprKind {
     /// An integer literal.
@@ -91,6 +129,15 @@ pub enum ExprKind {
 }
 
 /// One method call of a chain: `.name(args, key=value)`.
+///
+/// ```
+/// use retile_calc::{parse, ExprKind};
+/// let ExprKind::Methods { calls, .. } = parse("local(2).spatial(8, 4)")?.kind else { panic!() };
+/// assert_eq!(calls.len(), 1);
+/// assert_eq!((calls[0].name.as_str(), calls[0].args.len()), ("spatial", 2));
+/// assert_eq!(calls[0].column, 10);
+/// # Ok::<(), retile_calc::CalcError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct MethodCall {
     /// Method name.
@@ -104,6 +151,15 @@ pub struct MethodCall {
 }
 
 /// One link of an operator chain: `* rhs` or `/ rhs`.
+///
+/// ```
+/// use retile_calc::{parse, BinaryOp, ExprKind};
+/// let ExprKind::Chain { links, .. } = parse("8:1 * 4:1 / 2")?.kind else { panic!() };
+/// assert_eq!((links[0].op, links[0].column), (BinaryOp::Mul, 5));
+/// assert_eq!((links[1].op, links[1].column), (BinaryOp::Div, 11));
+/// assert_eq!(links[1].rhs.kind, ExprKind::Int(2));
+/// # Ok::<(), retile_calc::CalcError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct Link {
     /// `*` or `/`.
@@ -115,6 +171,14 @@ pub struct Link {
 }
 
 /// Binary operators.
+///
+/// ```
+/// use retile_calc::{parse, BinaryOp, ExprKind};
+/// let ExprKind::Binary { op, lhs, .. } = parse("(2,3):(1,2) == (2,3)")?.kind else { panic!() };
+/// assert_eq!(op, BinaryOp::Eq);
+/// assert!(matches!(lhs.kind, ExprKind::Binary { op: BinaryOp::Colon, .. }));
+/// # Ok::<(), retile_calc::CalcError>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BinaryOp {
     /// `shape:stride`.

@@ -47,6 +47,14 @@ pub enum Value {
 
 impl Value {
     /// A short name of the value's type, for error messages.
+    ///
+    /// ```
+    /// use retile_calc::{evaluate, Value};
+    /// assert_eq!(Value::Int(3).type_name(), "an integer");
+    /// assert_eq!(evaluate("(2,3):(1,2)")?.type_name(), "a layout");
+    /// assert_eq!(evaluate("Sw<3,4,3>")?.type_name(), "a swizzle");
+    /// # Ok::<(), retile_calc::CalcError>(())
+    /// ```
     pub fn type_name(&self) -> &'static str {
         match self {
             Value::Int(_) => "an integer",
@@ -67,6 +75,14 @@ impl Value {
     }
 
     /// The value as an integer.
+    ///
+    /// ```
+    /// use retile_calc::{evaluate, Value};
+    /// assert_eq!(evaluate("size((2,3):(1,2))")?.to_int()?, 6);
+    /// let err = Value::Bool(true).to_int().unwrap_err();
+    /// assert_eq!(err.message(), "expected an integer, got a boolean");
+    /// # Ok::<(), retile_calc::CalcError>(())
+    /// ```
     pub fn to_int(&self) -> Result<i64, CalcError> {
         match self {
             Value::Int(v) => Ok(*v),
@@ -78,6 +94,16 @@ impl Value {
     }
 
     /// The value as an IntTuple (an integer or a tuple of them).
+    ///
+    /// ```
+    /// use retile_calc::{evaluate, Value};
+    /// use retile_layout::IntTuple;
+    /// let t = evaluate("(2,(3,4))")?.to_int_tuple()?;
+    /// assert_eq!(t, "(2,(3,4))".parse::<IntTuple>().unwrap());
+    /// let err = Value::List(vec![Value::Int(1)]).to_int_tuple().unwrap_err();
+    /// assert_eq!(err.message(), "expected an integer or a tuple of integers, got a list");
+    /// # Ok::<(), retile_calc::CalcError>(())
+    /// ```
     pub fn to_int_tuple(&self) -> Result<IntTuple, CalcError> {
         match self {
             Value::Int(v) => Ok(IntTuple::Int(*v)),
@@ -94,6 +120,15 @@ impl Value {
     }
 
     /// The value as a layout: a layout, or a shape (compact column-major).
+    ///
+    /// ```
+    /// use retile_calc::{evaluate, Value};
+    /// assert_eq!(evaluate("(2,3)")?.to_layout()?.to_string(), "(2,3):(1,2)");
+    /// assert_eq!(evaluate("(2,3):(3,1)")?.to_layout()?.to_string(), "(2,3):(3,1)");
+    /// let err = Value::Bool(false).to_layout().unwrap_err();
+    /// assert_eq!(err.message(), "expected a layout or a shape, got a boolean");
+    /// # Ok::<(), retile_calc::CalcError>(())
+    /// ```
     pub fn to_layout(&self) -> Result<Layout, CalcError> {
         match self {
             Value::Layout(l) => Ok(l.clone()),
@@ -107,6 +142,17 @@ impl Value {
 
     /// The value as a tiler: a layout, an integer `n` (`n:1`), a tuple (by
     /// mode), `<...>` or `_`.
+    ///
+    /// ```
+    /// use retile_calc::{evaluate, Value};
+    /// use retile_layout::Tiler;
+    /// assert_eq!(Value::Underscore.to_tiler()?, Tiler::Underscore);
+    /// let by_mode = evaluate("(2, _)")?.to_tiler()?;
+    /// assert!(matches!(&by_mode, Tiler::Modes(m) if m.len() == 2 && m[1] == Tiler::Underscore));
+    /// let err = Value::Bool(true).to_tiler().unwrap_err();
+    /// assert_eq!(err.message(), "expected a tiler, got a boolean");
+    /// # Ok::<(), retile_calc::CalcError>(())
+    /// ```
     pub fn to_tiler(&self) -> Result<Tiler, CalcError> {
         match self {
             Value::Tiler(t) => Ok(t.clone()),
@@ -126,6 +172,15 @@ impl Value {
     }
 
     /// The value as a list of integers (`[1, 2]` or `(1, 2)`).
+    ///
+    /// ```
+    /// use retile_calc::{evaluate, Value};
+    /// assert_eq!(evaluate("[1, 2, 3]")?.to_ints()?, vec![1, 2, 3]);
+    /// assert_eq!(evaluate("(4, 5)")?.to_ints()?, vec![4, 5]);
+    /// assert_eq!(Value::Int(7).to_ints()?, vec![7]);
+    /// assert!(evaluate("[1, (2, 3)]")?.to_ints().is_err());
+    /// # Ok::<(), retile_calc::CalcError>(())
+    /// ```
     pub fn to_ints(&self) -> Result<Vec<i64>, CalcError> {
         match self {
             Value::List(items) | Value::Tuple(items) => items.iter().map(Value::to_int).collect(),

@@ -143,6 +143,16 @@ pub struct Instruction {
 
 impl Instruction {
     /// Lanes that access something.
+    ///
+    /// ```
+    /// use retile_copy::AccessPattern;
+    /// // 8 threads fill 8 lanes of a 32-lane warp
+    /// let p = AccessPattern::threads(8, 1, 64, 32).unwrap();
+    /// assert_eq!(p.instructions[0].active(), 8);
+    /// let mut idle = p.instructions[0].clone();
+    /// idle.lanes[3] = None;
+    /// assert_eq!(idle.active(), 7);
+    /// ```
     pub fn active(&self) -> usize {
         self.lanes.iter().flatten().count()
     }
@@ -191,6 +201,14 @@ pub struct AccessPattern {
 }
 
 /// Most element accesses a pattern may hold (lanes x vector elements).
+///
+/// ```
+/// use retile_copy::{AccessPattern, MAX_ACCESSES};
+/// assert_eq!(MAX_ACCESSES, 1 << 22);
+/// // 1024 threads x 8192 elements each: refused before anything is built
+/// let err = AccessPattern::threads(1024, 1, 2 * MAX_ACCESSES, 32).unwrap_err();
+/// assert!(err.to_string().contains("is 8388608 element accesses, more than the 4194304 analysed"), "{err}");
+/// ```
 pub const MAX_ACCESSES: i64 = 1 << 22;
 
 impl AccessPattern {
@@ -433,6 +451,13 @@ pub struct InstructionConflicts {
 
 impl InstructionConflicts {
     /// Wavefronts beyond the ideal.
+    ///
+    /// ```
+    /// use retile_copy::InstructionConflicts;
+    /// let c = InstructionConflicts { warp: 0, step: 1, phases: 2, wavefronts: 6, ideal: 2, degree: 4 };
+    /// assert_eq!(c.conflicts(), 4);
+    /// assert_eq!(InstructionConflicts { wavefronts: 2, ..c }.conflicts(), 0);
+    /// ```
     pub fn conflicts(&self) -> i64 {
         self.wavefronts - self.ideal
     }
@@ -475,6 +500,19 @@ impl BankReport {
     /// The conflicts of `pattern` when tile index `i` lives at element
     /// offset `offsets[i]` (elements of `element_bits` bits); an error if a
     /// lane's vector is not contiguous there or reaches past the table.
+    ///
+    /// ```
+    /// use retile_copy::{AccessPattern, BankReport, Banks};
+    /// let rows: Vec<i64> = (0..64).collect();
+    /// let pattern = AccessPattern::threads(32, 1, 64, 32)?;
+    /// let report = BankReport::new(&rows, &pattern, 32, Banks::default())?;
+    /// assert_eq!((report.instructions.len(), report.wavefronts()), (2, 2));
+    /// // vectors of 2 elements, 8 apart in memory: not contiguous
+    /// let transposed: Vec<i64> = (0..64).map(|i| (i % 8) * 8 + i / 8).collect();
+    /// let err = BankReport::new(&transposed, &AccessPattern::threads(8, 2, 64, 32)?, 32, Banks::default()).unwrap_err();
+    /// assert!(err.to_string().contains("is not contiguous"), "{err}");
+    /// # Ok::<(), retile_copy::CopyError>(())
+    /// ```
     pub fn new(
         offsets: &[i64],
         pattern: &AccessPattern,
@@ -491,21 +529,51 @@ impl BankReport {
     }
 
     /// Total wavefronts.
+    ///
+    /// ```
+    /// use retile_copy::{BankReport, InstructionConflicts};
+    /// let c = |step, wavefronts, ideal, degree| InstructionConflicts { warp: 0, step, phases: 1, wavefronts, ideal, degree };
+    /// let report = BankReport { instructions: vec![c(0, 1, 1, 1), c(1, 4, 1, 4)] };
+    /// assert_eq!(report.wavefronts(), 5);
+    /// ```
     pub fn wavefronts(&self) -> i64 {
         self.instructions.iter().map(|i| i.wavefronts).sum()
     }
 
     /// Total wavefronts without conflicts.
+    ///
+    /// ```
+    /// use retile_copy::{BankReport, InstructionConflicts};
+    /// let c = |step, wavefronts, ideal, degree| InstructionConflicts { warp: 0, step, phases: 1, wavefronts, ideal, degree };
+    /// let report = BankReport { instructions: vec![c(0, 1, 1, 1), c(1, 4, 1, 4)] };
+    /// assert_eq!(report.ideal(), 2);
+    /// ```
     pub fn ideal(&self) -> i64 {
         self.instructions.iter().map(|i| i.ideal).sum()
     }
 
     /// Wavefronts beyond the ideal.
+    ///
+    /// ```
+    /// use retile_copy::{BankReport, InstructionConflicts};
+    /// let c = |step, wavefronts, ideal, degree| InstructionConflicts { warp: 0, step, phases: 1, wavefronts, ideal, degree };
+    /// let report = BankReport { instructions: vec![c(0, 1, 1, 1), c(1, 4, 1, 4)] };
+    /// assert_eq!(report.conflicts(), 3);
+    /// assert_eq!(report.conflicts(), report.wavefronts() - report.ideal());
+    /// ```
     pub fn conflicts(&self) -> i64 {
         self.wavefronts() - self.ideal()
     }
 
     /// The worst conflict degree of any phase (1: none).
+    ///
+    /// ```
+    /// use retile_copy::{BankReport, InstructionConflicts};
+    /// let c = |step, wavefronts, ideal, degree| InstructionConflicts { warp: 0, step, phases: 1, wavefronts, ideal, degree };
+    /// let report = BankReport { instructions: vec![c(0, 1, 1, 1), c(1, 4, 1, 4)] };
+    /// assert_eq!(report.degree(), 4);
+    /// assert_eq!(BankReport { instructions: vec![] }.degree(), 0);
+    /// ```
     pub fn degree(&self) -> i64 {
         self.instructions
             .iter()
@@ -515,6 +583,14 @@ impl BankReport {
     }
 
     /// No instruction takes more wavefronts than its ideal.
+    ///
+    /// ```
+    /// use retile_copy::{BankReport, InstructionConflicts};
+    /// let c = |step, wavefronts, ideal, degree| InstructionConflicts { warp: 0, step, phases: 1, wavefronts, ideal, degree };
+    /// let report = BankReport { instructions: vec![c(0, 1, 1, 1), c(1, 4, 1, 4)] };
+    /// assert!(!report.conflict_free());
+    /// assert!(BankReport { instructions: vec![c(0, 2, 2, 1)] }.conflict_free());
+    /// ```
     pub fn conflict_free(&self) -> bool {
         self.conflicts() == 0
     }
@@ -642,6 +718,16 @@ pub struct Suggestion {
 /// Bank conflicts of an access pattern against a shared-memory layout, and
 /// the swizzle, among the `Sw<B,M,S>` that keep the tile's offsets and
 /// every vector contiguous, that removes them (or leaves the fewest).
+///
+/// ```
+/// use retile_copy::{AccessPattern, BankAnalysis, Banks};
+/// let rows = AccessPattern::from_tv(&"(8,8):(1,8)".parse()?, 1, 32)?; // thread t reads row t
+/// let a = BankAnalysis::new("(8,8):(8,1)".parse()?, rows, 32, Banks::default())?;
+/// assert_eq!((a.report.wavefronts(), a.report.ideal(), a.report.degree()), (16, 8, 2));
+/// assert_eq!(a.suggestion.as_ref().unwrap().swizzle.to_string(), "Sw<1,2,3>");
+/// assert!(a.to_string().starts_with("BankConflicts(instructions=8, wavefronts=16"));
+/// # Ok::<(), retile_copy::CopyError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BankAnalysis {
     /// The shared-memory layout: tile index -> element offset.
@@ -659,6 +745,17 @@ pub struct BankAnalysis {
 }
 
 /// Offsets past `2^MAX_SEARCH_BITS` are not searched for a swizzle.
+///
+/// ```
+/// use retile_copy::{AccessPattern, BankAnalysis, Banks, MAX_SEARCH_BITS};
+/// let rows = AccessPattern::from_tv(&"(8,8):(1,8)".parse()?, 1, 32)?;
+/// // rows 2^22 elements apart: every row in the same bank, offsets up to 2^24 + 2^23
+/// let far = format!("(8,8):({},1)", 1 << (MAX_SEARCH_BITS - 2));
+/// let a = BankAnalysis::new(far.parse()?, rows, 32, Banks::default())?;
+/// assert_eq!(a.report.degree(), 8);
+/// assert!(a.suggestion.is_none());
+/// # Ok::<(), retile_copy::CopyError>(())
+/// ```
 pub const MAX_SEARCH_BITS: u32 = 24;
 
 impl BankAnalysis {
@@ -668,6 +765,16 @@ impl BankAnalysis {
     /// offsets onto themselves and keeps every vector contiguous; the one
     /// with the fewest wavefronts wins (ties: fewer bits, smaller `|S|`,
     /// positive `S`, smaller `M`), if it has fewer than the layout as it is.
+    ///
+    /// ```
+    /// use retile_copy::{AccessPattern, BankAnalysis, Banks};
+    /// let pattern = AccessPattern::threads(32, 1, 64, 32)?;
+    /// let a = BankAnalysis::new("64:1".parse()?, pattern.clone(), 32, Banks::default())?;
+    /// assert!(a.report.conflict_free() && a.suggestion.is_none());
+    /// let err = BankAnalysis::new("64:1".parse()?, pattern, 0, Banks::default()).unwrap_err();
+    /// assert!(err.to_string().contains("element_bits must be from 1 to 65536"), "{err}");
+    /// # Ok::<(), retile_copy::CopyError>(())
+    /// ```
     pub fn new(
         memory: ComposedLayout,
         pattern: AccessPattern,
@@ -697,6 +804,16 @@ impl BankAnalysis {
     }
 
     /// The conflicts after the suggestion (the same as before without one).
+    ///
+    /// ```
+    /// use retile_copy::{AccessPattern, BankAnalysis, Banks};
+    /// let rows = AccessPattern::from_tv(&"(8,8):(1,8)".parse()?, 1, 32)?;
+    /// let a = BankAnalysis::new("(8,8):(8,1)".parse()?, rows.clone(), 32, Banks::default())?;
+    /// assert_eq!((a.report.conflicts(), a.best().conflicts()), (8, 0));
+    /// let plain = BankAnalysis::new("(8,8):(1,8)".parse()?, rows, 32, Banks::default())?;
+    /// assert_eq!(plain.best(), &plain.report);
+    /// # Ok::<(), retile_copy::CopyError>(())
+    /// ```
     pub fn best(&self) -> &BankReport {
         self.suggestion.as_ref().map_or(&self.report, |s| &s.report)
     }
@@ -866,6 +983,17 @@ fn candidates(span: i64) -> impl Iterator<Item = (i64, i64, i64)> {
 
 /// The bank conflicts of both sides of an in-thread transpose: its loads
 /// against the source layout and its stores against the destination's.
+///
+/// ```
+/// use retile_copy::{Banks, TransposeRequest};
+/// let r = TransposeRequest::new(256, 16, 128, "(256,16):(1,256)".parse()?, "(256,16):(16,1)".parse()?);
+/// let b = r.banks(32, Banks::default())?.unwrap();
+/// assert_eq!((b.loads.element_bits, b.stores.element_bits), (16, 16));
+/// assert!(b.stores.report.conflicts() > 0 && b.stores.best().conflict_free());
+/// let rejected = TransposeRequest::new(256, 16, 128, "(64,32):(1,64)".parse()?, "(64,32):(32,1)".parse()?);
+/// assert!(rejected.banks(32, Banks::default())?.is_none());
+/// # Ok::<(), retile_copy::CopyError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlanBanks {
     /// The loads, were the source in shared memory.

@@ -23,4 +23,13 @@ pub enum CopyError {
 }
 
 /// Result of the copy planner.
+///
+/// ```
+/// use retile_copy::{Result, TransposeRequest};
+/// fn extracts(units: i64) -> Result<i64> {
+///     let plan = TransposeRequest::square(units, 32, 128)?.plan()?;
+///     Ok(match plan { retile_copy::TransposePlan::Applies(t) => t.extracts, _ => 0 })
+/// }
+/// assert_eq!(extracts(4).unwrap(), 16);
+/// ```
 pub type Result<T> = std::result::Result<T, CopyError>;

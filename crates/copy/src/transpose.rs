@@ -44,6 +44,17 @@ pub struct TransposeRequest {
 
 /// One vector access of a thread: start coordinate, dimension it runs
 /// along, and width (clipped at the tile's edge).
+///
+/// ```
+/// use retile_copy::{TransposePlan, TransposeRequest};
+/// let TransposePlan::Applies(t) = TransposeRequest::square(4, 32, 128)?.plan()? else { panic!() };
+/// let loads = t.loads_of(0)?;
+/// assert_eq!(loads.len(), 4);
+/// assert_eq!(loads[0].coord, vec![0, 0]);
+/// assert!(loads.iter().all(|a| a.dim == t.src_fast && a.width == 4));
+/// assert!(t.stores_of(0)?.iter().all(|a| a.dim == t.dst_fast));
+/// # Ok::<(), retile_copy::CopyError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Access {
     /// Tile coordinate of the first element.
@@ -55,6 +66,16 @@ pub struct Access {
 }
 
 /// A planned in-thread transpose.
+///
+/// ```
+/// use retile_copy::{TransposePlan, TransposeRequest};
+/// let r = TransposeRequest::new(256, 16, 128, "(256,16):(1,256)".parse()?, "(256,16):(16,1)".parse()?);
+/// let TransposePlan::Applies(t) = r.plan()? else { panic!() };
+/// assert_eq!((t.shape.clone(), t.src_fast, t.dst_fast), (vec![256, 16], 0, 1));
+/// assert_eq!((t.load_width, t.loads, t.store_width, t.stores), (2, 8, 8, 2));
+/// assert_eq!(t.block.iter().product::<i64>(), t.extracts);
+/// # Ok::<(), retile_copy::CopyError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Transpose {
     /// Tile extents per dimension.
@@ -90,6 +111,16 @@ pub struct Transpose {
 }
 
 /// The planner's answer.
+///
+/// ```
+/// use retile_copy::{TransposePlan, TransposeRequest};
+/// let plan = TransposeRequest::square(8, 16, 128)?.plan()?;
+/// assert!(matches!(plan, TransposePlan::Applies(_)));
+/// let r = TransposeRequest::new(256, 16, 128, "(64,32):(1,64)".parse()?, "(64,32):(32,1)".parse()?);
+/// let TransposePlan::Rejected { reason } = r.plan()? else { panic!() };
+/// assert!(reason.contains("expected_number_of_stores <= 1"), "{reason}");
+/// # Ok::<(), retile_copy::CopyError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TransposePlan {
     /// The transform applies.

@@ -11,8 +11,24 @@ use crate::dtype::elems_per_stick;
 use crate::error::DeviceError;
 
 /// Largest device rank (host rank plus the stick dimension).
+///
+/// ```
+/// use retile_device::{DType, DeviceLayout, MAX_DEVICE_RANK};
+/// let l = DeviceLayout::default_for(&[2, 2, 2, 2, 2, 64], DType::F16)?;
+/// assert_eq!(l.device_size().len(), MAX_DEVICE_RANK);
+/// let err = DeviceLayout::explicit(&[64], &[1; 8], &[0; 8], DType::F16).unwrap_err();
+/// assert!(err.to_string().contains("Unsupported tensor rank: 8"), "{err}");
+/// # Ok::<(), retile_device::DeviceError>(())
+/// ```
 pub const MAX_DEVICE_RANK: usize = 7;
 /// Largest host rank.
+///
+/// ```
+/// use retile_device::{DType, DeviceLayout, MAX_HOST_RANK};
+/// assert!(DeviceLayout::default_for(&[2; MAX_HOST_RANK], DType::F32).is_ok());
+/// let err = DeviceLayout::default_for(&[2; MAX_HOST_RANK + 1], DType::F32).unwrap_err();
+/// assert!(err.to_string().contains("Unsupported tensor rank: 7"), "{err}");
+/// ```
 pub const MAX_HOST_RANK: usize = 6;
 
 /// A device layout: `device_size[j]` is the extent of device dimension `j`
@@ -45,6 +61,15 @@ fn invalid<T>(message: String) -> Result<T, DeviceError> {
 
 impl DeviceLayout {
     /// The default layout: dimension order `0, 1, ..., rank-1`.
+    ///
+    /// ```
+    /// use retile_device::{DType, DeviceLayout};
+    /// // host dimension 1 fills 64-element sticks; dimension 0 sits between its two parts
+    /// let l = DeviceLayout::default_for(&[512, 256], DType::F16)?;
+    /// assert_eq!((l.device_size(), l.dim_map()), (&[4, 512, 64][..], &[1, 0, 1][..]));
+    /// assert!(DeviceLayout::default_for(&[512, 0], DType::F16).is_err());
+    /// # Ok::<(), retile_device::DeviceError>(())
+    /// ```
     pub fn default_for(host_size: &[u64], dtype: DType) -> Result<DeviceLayout, DeviceError> {
         let order: Vec<i64> = (0..host_size.len() as i64).collect();
         DeviceLayout::with_dim_order(host_size, dtype, &order)
@@ -214,26 +239,69 @@ impl DeviceLayout {
     }
 
     /// Host sizes (as given, size-1 dimensions included).
+    ///
+    /// ```
+    /// use retile_device::{DType, DeviceLayout};
+    /// let l = DeviceLayout::default_for(&[1, 512, 256], DType::F16)?;
+    /// assert_eq!(l.host_size(), &[1, 512, 256]);
+    /// assert_eq!(l.device_size().len(), 3); // the size-1 dimension is dropped
+    /// # Ok::<(), retile_device::DeviceError>(())
+    /// ```
     pub fn host_size(&self) -> &[u64] {
         &self.host_size
     }
 
     /// Device sizes, row-major; the last is the stick.
+    ///
+    /// ```
+    /// use retile_device::{DType, DeviceLayout};
+    /// // 250 f16 elements need 4 sticks of 64 (6 elements of padding)
+    /// let l = DeviceLayout::default_for(&[512, 250], DType::F16)?;
+    /// assert_eq!(l.device_size(), &[4, 512, 64]);
+    /// assert_eq!(DeviceLayout::default_for(&[8, 100], DType::F32)?.device_size(), &[4, 8, 32]);
+    /// # Ok::<(), retile_device::DeviceError>(())
+    /// ```
     pub fn device_size(&self) -> &[u64] {
         &self.device_size
     }
 
     /// The host dimension of each device dimension (`-1`: synthetic).
+    ///
+    /// ```
+    /// use retile_device::{DType, DeviceLayout};
+    /// let l = DeviceLayout::default_for(&[2, 3, 64], DType::F16)?;
+    /// assert_eq!(l.dim_map(), &[1, 2, 0, 2]);
+    /// let sparse = DeviceLayout::with_dim_order(&[2, 64], DType::F16, &[0, 1, -1])?;
+    /// assert_eq!(sparse.dim_map().last(), Some(&-1));
+    /// # Ok::<(), retile_device::DeviceError>(())
+    /// ```
     pub fn dim_map(&self) -> &[i64] {
         &self.dim_map
     }
 
     /// The element type.
+    ///
+    /// ```
+    /// use retile_device::{elems_per_stick, DType, DeviceLayout};
+    /// let l = DeviceLayout::default_for(&[8, 256], DType::F32)?;
+    /// assert_eq!(l.dtype(), DType::F32);
+    /// assert_eq!(l.device_size().last(), Some(&elems_per_stick(l.dtype())?));
+    /// # Ok::<(), retile_device::DeviceError>(())
+    /// ```
     pub fn dtype(&self) -> DType {
         self.dtype
     }
 
     /// The layout has a synthetic dimension (one element per stick).
+    ///
+    /// ```
+    /// use retile_device::{DType, DeviceLayout};
+    /// assert!(!DeviceLayout::default_for(&[512, 256], DType::F16)?.is_sparse());
+    /// let sparse = DeviceLayout::with_dim_order(&[512, 256], DType::F16, &[0, 1, -1])?;
+    /// assert!(sparse.is_sparse());
+    /// assert_eq!(sparse.host_coord(&[0, 0, 1])?, None); // only element 0 of a stick is used
+    /// # Ok::<(), retile_device::DeviceError>(())
+    /// ```
     pub fn is_sparse(&self) -> bool {
         self.dim_map.last() == Some(&-1)
     }
@@ -268,6 +336,15 @@ impl DeviceLayout {
     }
 
     /// Bytes on the device: 128 per stick.
+    ///
+    /// ```
+    /// use retile_device::{DType, DeviceLayout};
+    /// let l = DeviceLayout::default_for(&[512, 256], DType::F16)?;
+    /// assert_eq!(l.device_bytes(), 512 * 256 * 2);
+    /// // padding counts: 250 elements still take 4 whole sticks per row
+    /// assert_eq!(DeviceLayout::default_for(&[512, 250], DType::F16)?.device_bytes(), 4 * 512 * 128);
+    /// # Ok::<(), retile_device::DeviceError>(())
+    /// ```
     pub fn device_bytes(&self) -> u64 {
         128 * self.device_size[..self.device_size.len() - 1]
             .iter()
@@ -296,6 +373,15 @@ impl DeviceLayout {
     }
 
     /// The host coordinate of a device coordinate, or `None` for padding.
+    ///
+    /// ```
+    /// use retile_device::{DType, DeviceLayout};
+    /// let l = DeviceLayout::default_for(&[512, 250], DType::F16)?;
+    /// assert_eq!(l.host_coord(&[1, 7, 3])?, Some(vec![7, 67]));
+    /// assert_eq!(l.host_coord(&[3, 0, 63])?, None); // column 255 is padding
+    /// assert!(l.host_coord(&[4, 0, 0]).is_err());
+    /// # Ok::<(), retile_device::DeviceError>(())
+    /// ```
     pub fn host_coord(&self, coord: &[u64]) -> Result<Option<Vec<u64>>, DeviceError> {
         self.check_device_coord(coord)?;
         let mut host = vec![0u64; self.host_size.len()];
@@ -341,6 +427,15 @@ impl DeviceLayout {
     }
 
     /// The element offset of a device coordinate (row-major over device_size).
+    ///
+    /// ```
+    /// use retile_device::{DType, DeviceLayout};
+    /// let l = DeviceLayout::default_for(&[512, 256], DType::F16)?;
+    /// assert_eq!(l.device_offset(&[0, 0, 5])?, 5);
+    /// assert_eq!(l.device_offset(&[1, 7, 3])?, (512 + 7) * 64 + 3);
+    /// assert!(l.device_offset(&[1, 7]).is_err());
+    /// # Ok::<(), retile_device::DeviceError>(())
+    /// ```
     pub fn device_offset(&self, coord: &[u64]) -> Result<u64, DeviceError> {
         self.check_device_coord(coord)?;
         Ok(coord
@@ -404,6 +499,18 @@ impl DeviceLayout {
     /// A drawing of the sticks: one row per stick (its device coordinate),
     /// one column per element, each cell the host coordinate's row-major
     /// index, `.` for padding. At most 64 sticks of 128 elements.
+    ///
+    /// ```
+    /// use retile_device::{DType, DeviceLayout};
+    /// let l = DeviceLayout::default_for(&[2, 40], DType::F32)?; // 2 x 2 sticks of 32
+    /// let text = l.render_sticks()?;
+    /// let lines: Vec<&str> = text.lines().collect();
+    /// assert_eq!(lines.len(), 5); // the layout, then one line per stick
+    /// assert!(lines[3].starts_with("stick (1,0): 32 33"), "{text}");
+    /// assert_eq!(lines[3].matches('.').count(), 24); // columns 40..63 are padding
+    /// assert!(DeviceLayout::default_for(&[512, 256], DType::F16)?.render_sticks().is_err());
+    /// # Ok::<(), retile_device::DeviceError>(())
+    /// ```
     pub fn render_sticks(&self) -> Result<String, DeviceError> {
         let e = self.device_size[self.device_size.len() - 1];
         let sticks: u64 = self.device_size[..self.device_size.len() - 1]

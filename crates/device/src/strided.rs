@@ -22,6 +22,15 @@ pub struct StridedLayout {
 
 impl StridedLayout {
     /// A layout; size and stride must have the same length.
+    ///
+    /// ```
+    /// use retile_device::StridedLayout;
+    /// let t = StridedLayout::new(vec![4, 8], vec![1, 4])?;
+    /// assert_eq!((t.size(), t.stride()), (&[4, 8][..], &[1, 4][..]));
+    /// let err = StridedLayout::new(vec![4, 8], vec![1]).unwrap_err();
+    /// assert!(err.to_string().contains("size has 2 dimensions but stride has 1"), "{err}");
+    /// # Ok::<(), retile_device::DeviceError>(())
+    /// ```
     pub fn new(size: Vec<u64>, stride: Vec<i64>) -> Result<StridedLayout, DeviceError> {
         if size.len() != stride.len() {
             return Err(DeviceError::Invalid(format!(
@@ -48,16 +57,39 @@ impl StridedLayout {
     }
 
     /// Sizes, slowest first.
+    ///
+    /// ```
+    /// use retile_device::StridedLayout;
+    /// let t = StridedLayout::new(vec![512, 1, 256], vec![256, 256, 1])?;
+    /// assert_eq!(t.size(), &[512, 1, 256]);
+    /// # Ok::<(), retile_device::DeviceError>(())
+    /// ```
     pub fn size(&self) -> &[u64] {
         &self.size
     }
 
     /// Strides, slowest first.
+    ///
+    /// ```
+    /// use retile_device::StridedLayout;
+    /// assert_eq!(StridedLayout::contiguous(vec![2, 3, 4]).stride(), &[12, 4, 1]);
+    /// let t = StridedLayout::new(vec![3, 4], vec![1, 3])?; // column-major
+    /// assert_eq!(t.stride(), &[1, 3]);
+    /// # Ok::<(), retile_device::DeviceError>(())
+    /// ```
     pub fn stride(&self) -> &[i64] {
         &self.stride
     }
 
     /// Canonical form: dimensions of size 1 removed.
+    ///
+    /// ```
+    /// use retile_device::StridedLayout;
+    /// let t = StridedLayout::new(vec![1, 512, 1, 256], vec![7, 256, 9, 1])?;
+    /// let c = t.canonical();
+    /// assert_eq!((c.size(), c.stride()), (&[512, 256][..], &[256, 1][..]));
+    /// # Ok::<(), retile_device::DeviceError>(())
+    /// ```
     pub fn canonical(&self) -> StridedLayout {
         let (size, stride) = self
             .size
@@ -70,6 +102,14 @@ impl StridedLayout {
     }
 
     /// Row-major contiguous once size-1 dimensions are ignored.
+    ///
+    /// ```
+    /// use retile_device::StridedLayout;
+    /// assert!(StridedLayout::contiguous(vec![4, 8]).is_contiguous());
+    /// assert!(StridedLayout::new(vec![4, 1, 8], vec![8, 99, 1])?.is_contiguous());
+    /// assert!(!StridedLayout::new(vec![4, 8], vec![1, 4])?.is_contiguous()); // column-major
+    /// # Ok::<(), retile_device::DeviceError>(())
+    /// ```
     pub fn is_contiguous(&self) -> bool {
         self.canonical() == StridedLayout::contiguous(self.canonical().size)
     }
@@ -93,6 +133,15 @@ impl StridedLayout {
     }
 
     /// The same function as a CuTe layout (mode `i` = dimension `i`).
+    ///
+    /// ```
+    /// use retile_device::StridedLayout;
+    /// let t = StridedLayout::new(vec![4, 8], vec![1, 4])?;
+    /// let l = t.to_cute()?;
+    /// assert_eq!(l.to_string(), "(4,8):(1,4)");
+    /// assert_eq!(l.eval(5).ok(), t.offset(&[1, 1])); // colexicographic index 5 is (1, 1)
+    /// # Ok::<(), retile_device::DeviceError>(())
+    /// ```
     pub fn to_cute(&self) -> Result<Layout, DeviceError> {
         let size: Vec<i64> = self.size.iter().map(|&s| s as i64).collect();
         let (shape, stride) = (IntTuple::from(&size[..]), IntTuple::from(&self.stride[..]));

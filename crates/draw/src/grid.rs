@@ -5,6 +5,17 @@
 use crate::svg::{Svg, CHAR_WIDTH, LINE};
 
 /// Most rows (or columns) drawn; longer axes are elided.
+///
+/// ```
+/// use retile_draw::{layout_svg, MAX_SHOWN};
+/// let svg = layout_svg(&"(1,128):(0,1)".parse()?)?;
+/// assert_eq!(svg.matches("data-offset=").count(), MAX_SHOWN as usize);
+/// assert!(!svg.contains("elided"));
+/// let svg = layout_svg(&"(1,1024):(0,1)".parse()?)?;
+/// assert!(svg.matches("data-offset=").count() <= MAX_SHOWN as usize);
+/// assert!(svg.contains("elided: columns"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub const MAX_SHOWN: i64 = 128;
 
 /// One axis of a grid.

@@ -179,6 +179,15 @@ pub enum LayoutError {
 }
 
 /// Result type of the layout algebra.
+///
+/// ```
+/// use retile_layout::{Layout, Result};
+/// fn cosize_of(text: &str) -> Result<i64> {
+///     text.parse::<Layout>()?.cosize()
+/// }
+/// assert_eq!(cosize_of("(2,3):(3,1)").unwrap(), 6);
+/// assert!(cosize_of("(2,3").is_err());
+/// ```
 pub type Result<T> = std::result::Result<T, LayoutError>;
 
 /// The value of a checked operation, or an overflow error naming `what`

@@ -16,6 +16,15 @@ use crate::int_tuple::IntTuple;
 
 /// Most entries [`Layout::table`] lists: 16 Mi offsets (128 MiB, and some
 /// 600 MiB more as a Python list); larger layouts are evaluated where needed.
+///
+/// ```
+/// use retile_layout::{Layout, MAX_TABLE};
+/// let l: Layout = "8:1".parse()?;
+/// assert_eq!(MAX_TABLE, 1 << 24);
+/// let err = l.table(MAX_TABLE + 1).unwrap_err();
+/// assert!(err.to_string().contains("more than the limit of 16777216"), "{err}");
+/// # Ok::<(), retile_layout::LayoutError>(())
+/// ```
 pub const MAX_TABLE: i64 = 1 << 24;
 
 /// Leaves of a layout, inline up to 8.

@@ -19,6 +19,14 @@ struct Cursor<'a> {
 }
 
 /// Deepest nesting accepted, so that hostile text cannot exhaust the stack.
+///
+/// ```
+/// use retile_layout::{IntTuple, MAX_NESTING};
+/// let nested = |depth: usize| format!("{}1{}", "(".repeat(depth), ")".repeat(depth));
+/// assert!(nested(MAX_NESTING).parse::<IntTuple>().is_ok());
+/// let err = nested(MAX_NESTING + 1).parse::<IntTuple>().unwrap_err();
+/// assert!(err.to_string().contains("nesting deeper than 64 levels"), "{err}");
+/// ```
 pub const MAX_NESTING: usize = 64;
 
 impl<'a> Cursor<'a> {

@@ -7,6 +7,15 @@ use crate::layout::Layout;
 use crate::swizzle::ComposedLayout;
 
 /// Most cells a drawing may have.
+///
+/// ```
+/// use retile_layout::{render_grid, Layout, MAX_CELLS};
+/// assert_eq!(MAX_CELLS, 256 * 256);
+/// assert!(render_grid(&"(256,256):(256,1)".parse::<Layout>()?).is_ok());
+/// let err = render_grid(&"(256,257):(257,1)".parse::<Layout>()?).unwrap_err();
+/// assert!(err.to_string().contains("the drawing has 65792 entries"), "{err}");
+/// # Ok::<(), retile_layout::LayoutError>(())
+/// ```
 pub const MAX_CELLS: i64 = 1 << 16;
 
 /// Draws a layout as a grid of offsets, rows = mode 0, columns = mode 1,
@@ -153,6 +162,17 @@ impl GridAxes {
 
 /// Most cells a grid may have (its cells are counted, not all enumerated:
 /// a drawing that shows only some of them may use a larger grid).
+///
+/// ```
+/// use retile_layout::{GridAxes, Layout, MAX_GRID_CELLS};
+/// assert_eq!(MAX_GRID_CELLS, 1 << 40);
+/// // a grid too large to draw still has axes, up to 2^40 cells
+/// let axes = GridAxes::of(&"(1048576,1048576):(1,0)".parse::<Layout>()?)?;
+/// assert_eq!(axes.row_count * axes.col_count, MAX_GRID_CELLS);
+/// let err = GridAxes::of(&"(1048576,1048577):(1,0)".parse::<Layout>()?).unwrap_err();
+/// assert!(err.to_string().contains("the grid has"), "{err}");
+/// # Ok::<(), retile_layout::LayoutError>(())
+/// ```
 pub const MAX_GRID_CELLS: i64 = 1 << 40;
 
 /// The text grid: a title line, the column indices, and one ruled row per

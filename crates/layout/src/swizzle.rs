@@ -25,6 +25,14 @@ use crate::tiler::Tiler;
 
 /// The most bits `B + M + |S|` a swizzle spans: its masks and every value
 /// it shifts stay non-negative `i64`s.
+///
+/// ```
+/// use retile_layout::{Swizzle, MAX_SWIZZLE_BITS};
+/// // B + M + |S| = 3 + 56 + 3 = 62 is the widest swizzle allowed
+/// assert!(Swizzle::new(3, MAX_SWIZZLE_BITS - 6, 3).is_ok());
+/// let err = Swizzle::new(3, MAX_SWIZZLE_BITS - 5, 3).unwrap_err();
+/// assert!(err.to_string().contains("at most 62"), "{err}");
+/// ```
 pub const MAX_SWIZZLE_BITS: i64 = 62;
 
 /// CuTe's `Swizzle<B,M,S>`: `B` bits at `M + max(0,S)` (`YYY`) xored into

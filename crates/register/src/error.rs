@@ -22,4 +22,13 @@ pub enum RegisterError {
 }
 
 /// Result of register-layout operations.
+///
+/// ```
+/// use retile_register::{spatial, Result};
+/// fn spatial_size(shape: &[i64]) -> Result<i64> {
+///     spatial(shape)?.size()
+/// }
+/// assert_eq!(spatial_size(&[4, 8]).unwrap(), 32);
+/// assert!(spatial_size(&[0]).is_err());
+/// ```
 pub type Result<T> = std::result::Result<T, RegisterError>;

@@ -41,6 +41,19 @@ fn simplify(p: &Permute) -> (Vec<i64>, Vec<usize>) {
 }
 
 /// A generated kernel: its name, CUDA source, and launch shape.
+///
+/// Generating one needs no GPU: this example runs wherever the `cuda`
+/// feature is on.
+///
+/// ```
+/// use retile_copy::{gpu::permute_kernel, Permute};
+/// let k = permute_kernel(&Permute::new(&[64, 32], &[1, 0], 4)?, 132);
+/// assert_eq!((k.name, k.threads), ("retile_transpose", 256));
+/// assert!(k.source.contains("retile_transpose(") && k.blocks >= 1);
+/// // the fastest dimension stays the fastest: rows are copied whole
+/// assert_eq!(permute_kernel(&Permute::new(&[4, 64, 32], &[1, 0, 2], 4)?, 132).name, "retile_rows");
+/// # Ok::<(), retile_copy::CopyError>(())
+/// ```
 pub struct Kernel {
     /// The `extern "C"` entry point.
     pub name: &'static str,

@@ -35,6 +35,19 @@ pub struct CompiledPermute {
 
 impl CompiledPermute {
     /// Generates and compiles the kernel of permute `p` for `gpu`.
+    ///
+    /// The example does not run without a GPU (it is compiled, not run, here).
+    ///
+    /// ```no_run
+    /// use retile_copy::{gpu::{CompiledPermute, Gpu}, Permute};
+    /// let gpu = Gpu::open()?;
+    /// let p = Permute::new(&[64, 32], &[1, 0], 4)?;
+    /// let kernel = CompiledPermute::new(&gpu, &p)?;
+    /// let input = gpu.stream().alloc_zeros::<u8>(64 * 32 * 4).unwrap();
+    /// let mut output = gpu.stream().alloc_zeros::<u8>(64 * 32 * 4).unwrap();
+    /// assert!(kernel.launch(&input, &mut output).is_ok());
+    /// # Ok::<(), retile_copy::CopyError>(())
+    /// ```
     pub fn new(gpu: &Gpu, p: &Permute) -> Result<CompiledPermute> {
         let kernel = permute_kernel(p, gpu.multiprocessors()?);
         Ok(CompiledPermute {
@@ -51,6 +64,23 @@ impl CompiledPermute {
 
     /// Runs the permute from `input` to `output` (each at least the
     /// permute's bytes), asynchronously on its GPU's stream.
+    ///
+    /// The example does not run without a GPU (it is compiled, not run, here).
+    ///
+    /// ```no_run
+    /// use retile_copy::{gpu::{CompiledPermute, Gpu}, Permute};
+    /// let gpu = Gpu::open()?;
+    /// let kernel = CompiledPermute::new(&gpu, &Permute::new(&[64, 32], &[1, 0], 4)?)?;
+    /// let input = gpu.stream().memcpy_stod(&vec![1u8; 64 * 32 * 4]).unwrap();
+    /// let mut output = gpu.stream().alloc_zeros::<u8>(64 * 32 * 4).unwrap();
+    /// kernel.launch(&input, &mut output)?;
+    /// assert!(gpu.stream().memcpy_dtov(&output).unwrap().iter().all(|&b| b == 1));
+    /// // a buffer smaller than the permute's 8192 bytes is refused
+    /// let mut small = gpu.stream().alloc_zeros::<u8>(16).unwrap();
+    /// let err = kernel.launch(&input, &mut small).unwrap_err();
+    /// assert!(err.to_string().contains("moves 8192 bytes"), "{err}");
+    /// # Ok::<(), retile_copy::CopyError>(())
+    /// ```
     pub fn launch(&self, input: &CudaSlice<u8>, output: &mut CudaSlice<u8>) -> Result<()> {
         if input.len() < self.bytes || output.len() < self.bytes {
             return Err(CopyError::Invalid(format!(

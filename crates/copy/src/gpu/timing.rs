@@ -8,6 +8,20 @@ use crate::permute::Permute;
 
 /// Median seconds of `work` over `reps` runs after two warm-up runs, timed
 /// with CUDA events on `gpu`'s stream.
+///
+/// The example does not run without a GPU (it is compiled, not run, here).
+///
+/// ```no_run
+/// use retile_copy::{gpu::{time_median, CompiledPermute, Gpu}, Permute};
+/// let gpu = Gpu::open()?;
+/// let p = Permute::new(&[4096, 4096], &[1, 0], 4)?;
+/// let kernel = CompiledPermute::new(&gpu, &p)?;
+/// let input = gpu.stream().alloc_zeros::<u8>(4096 * 4096 * 4).unwrap();
+/// let mut output = gpu.stream().alloc_zeros::<u8>(4096 * 4096 * 4).unwrap();
+/// let seconds = time_median(&gpu, 10, || kernel.launch(&input, &mut output))?;
+/// assert!(seconds > 0.0);
+/// # Ok::<(), retile_copy::CopyError>(())
+/// ```
 pub fn time_median(gpu: &Gpu, reps: usize, mut work: impl FnMut() -> Result<()>) -> Result<f64> {
     let stream = gpu.stream();
     for _ in 0..2 {
