@@ -40,6 +40,16 @@ unsafe impl Sync for EpochBuffer {}
 impl EpochBuffer {
     /// `bytes` bytes of the repeated element `fill`, written now by the
     /// threads of the current pool so that no page fault lands in the hot path.
+    ///
+    /// ```
+    /// use retile_plan::EpochBuffer;
+    /// let buffer = EpochBuffer::new(8, &[1, 2])?;
+    /// assert_eq!(&buffer[..], &[1, 2, 1, 2, 1, 2, 1, 2]);
+    /// assert_eq!(buffer.as_ptr() as usize % 64, 0); // a cache line at least
+    /// let err = EpochBuffer::new(usize::MAX, &[0]).err().unwrap();
+    /// assert!(err.to_string().contains("cannot allocate an epoch buffer"));
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn new(bytes: usize, fill: &[u8]) -> Result<EpochBuffer, StreamError> {
         EpochBuffer::filled_by(bytes, fill, true)
     }
@@ -103,6 +113,12 @@ impl EpochBuffer {
     }
 
     /// A buffer of no bytes that owns no allocation.
+    ///
+    /// ```
+    /// let buffer = retile_plan::EpochBuffer::empty();
+    /// assert!(buffer.is_empty());
+    /// assert_eq!(&buffer[..], &[] as &[u8]);
+    /// ```
     pub fn empty() -> EpochBuffer {
         EpochBuffer {
             ptr: NonNull::dangling(),

@@ -11,6 +11,15 @@ use crate::error::StreamError;
 use crate::tile_map::TileMap;
 
 /// Most tiles a plan lists.
+///
+/// ```
+/// use retile_plan::{DType, StreamPlan, StreamSpec, MAX_LISTED_TILES};
+/// let plan = StreamPlan::new(&StreamSpec::new(DType::U8, vec![64, 128], vec![1, 1])?)?; // 8192 tiles
+/// let json = plan.to_json();
+/// assert_eq!(json["tiles"].as_array().map(Vec::len), Some(MAX_LISTED_TILES));
+/// assert_eq!(json["tiles_truncated"], true);
+/// # Ok::<(), retile_plan::StreamError>(())
+/// ```
 pub const MAX_LISTED_TILES: usize = 4096;
 
 /// What a stream is: its element type and, per dimension (slowest first),
@@ -37,11 +46,30 @@ pub struct StreamSpec {
 }
 
 /// Most epoch buffers a stream holds.
+///
+/// ```
+/// use retile_plan::{DType, StreamSpec, MAX_EPOCH_BUFFERS};
+/// let spec = StreamSpec::new(DType::U8, vec![0, 64], vec![4, 16])?;
+/// assert!(spec.clone().with_epoch_buffers(MAX_EPOCH_BUFFERS + 1).is_err());
+/// // a budget of a gigabyte buys no more than the most
+/// assert_eq!(spec.within_memory(1 << 30)?.epoch_buffers(), MAX_EPOCH_BUFFERS);
+/// # Ok::<(), retile_plan::StreamError>(())
+/// ```
 pub const MAX_EPOCH_BUFFERS: u64 = 64;
 
 impl StreamSpec {
     /// Checks ranks (1 to 16, equal), extents (only the first may be 0) and
     /// tile extents (at least 1), and that the sizes fit in 63 bits.
+    ///
+    /// ```
+    /// use retile_plan::{DType, StreamSpec};
+    /// let spec = StreamSpec::new(DType::U16, vec![0, 512, 512], vec![16, 256, 256])?;
+    /// assert_eq!(spec.epoch_buffers(), 2);
+    /// let err = StreamSpec::new(DType::U16, vec![4, 4], vec![2, 0]).unwrap_err();
+    /// assert!(err.to_string().contains("tile extent of dimension 1 is 0"));
+    /// assert!(StreamSpec::new(DType::U16, vec![4, 4], vec![2]).is_err()); // ranks differ
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn new(dtype: DType, shape: Vec<u64>, tile: Vec<u64>) -> Result<StreamSpec, StreamError> {
         let invalid = |m: String| Err(StreamError::Invalid(m));
         if shape.is_empty() || shape.len() > 16 {
@@ -138,6 +166,14 @@ impl StreamSpec {
     }
 
     /// Epoch buffers the stream holds at most.
+    ///
+    /// ```
+    /// use retile_plan::{DType, StreamSpec};
+    /// let spec = StreamSpec::new(DType::U8, vec![0, 64], vec![4, 16])?;
+    /// assert_eq!(spec.epoch_buffers(), 2); // the default
+    /// assert_eq!(spec.with_epoch_buffers(5)?.epoch_buffers(), 5);
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn epoch_buffers(&self) -> u64 {
         self.epoch_buffers
     }
@@ -191,11 +227,27 @@ impl StreamSpec {
 
     /// The stored dimension of each input dimension, slowest first (the
     /// identity unless [`StreamSpec::with_input_order`] said otherwise).
+    ///
+    /// ```
+    /// use retile_plan::{DType, StreamSpec};
+    /// let spec = StreamSpec::new(DType::U8, vec![0, 4, 6], vec![1, 2, 3])?;
+    /// assert_eq!(spec.input_order(), &[0, 1, 2]);
+    /// assert_eq!(spec.with_input_order(vec![0, 2, 1])?.input_order(), &[0, 2, 1]);
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn input_order(&self) -> &[usize] {
         &self.input_order
     }
 
     /// Whether the input arrives in the stored order.
+    ///
+    /// ```
+    /// use retile_plan::{DType, StreamSpec};
+    /// let spec = StreamSpec::new(DType::U8, vec![0, 4, 6], vec![1, 2, 3])?;
+    /// assert!(spec.in_stored_order());
+    /// assert!(!spec.with_input_order(vec![0, 2, 1])?.in_stored_order());
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn in_stored_order(&self) -> bool {
         self.input_order.iter().enumerate().all(|(i, &d)| i == d)
     }
@@ -204,6 +256,15 @@ impl StreamSpec {
     /// epochs complete (and are claimed) as the input arrives; otherwise
     /// the stream takes the input in slabs along that dimension
     /// ([`StreamSpec::input_slab`]) and claims the array at its end.
+    ///
+    /// ```
+    /// use retile_plan::{DType, StreamSpec};
+    /// let spec = StreamSpec::new(DType::U8, vec![4, 4, 6], vec![1, 2, 3])?;
+    /// // frames arriving column by column still complete stored planes in turn
+    /// assert!(spec.clone().with_input_order(vec![0, 2, 1])?.epochs_in_input_order());
+    /// assert!(!spec.with_input_order(vec![1, 0, 2])?.epochs_in_input_order());
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn epochs_in_input_order(&self) -> bool {
         self.input_order[0] == 0
     }
@@ -261,6 +322,17 @@ impl StreamSpec {
 
     /// The dimension the input arrives in slabs of and their extent, when
     /// its slowest dimension is not the stored first (`None` otherwise).
+    ///
+    /// ```
+    /// use retile_plan::{DType, StreamSpec};
+    /// // stored (t, c, y, x), arriving channel by channel (c, t, y, x)
+    /// let spec = StreamSpec::new(DType::U8, vec![4, 5, 2, 2], vec![2, 1, 2, 2])?;
+    /// assert_eq!(spec.input_slab(), None); // in stored order: not cut
+    /// let spec = spec.with_input_order(vec![1, 0, 2, 3])?;
+    /// assert_eq!(spec.input_slab(), Some((1, 1))); // the tile's extent
+    /// assert_eq!(spec.with_input_slab(10)?.input_slab(), Some((1, 5))); // at most the extent
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn input_slab(&self) -> Option<(usize, u64)> {
         let s = self.input_order[0];
         (s != 0).then(|| {
@@ -274,6 +346,15 @@ impl StreamSpec {
 
     /// Slabs the input arrives in: 1 when its slowest dimension is the
     /// stored first (the stream is not cut).
+    ///
+    /// ```
+    /// use retile_plan::{DType, StreamSpec};
+    /// let spec = StreamSpec::new(DType::U8, vec![4, 6, 8], vec![2, 1, 8])?;
+    /// assert_eq!(spec.slab_count(), 1);
+    /// let spec = spec.with_input_order(vec![1, 0, 2])?.with_input_slab(4)?;
+    /// assert_eq!(spec.slab_count(), 2); // 6 channels in slabs of 4
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn slab_count(&self) -> u64 {
         match self.input_slab() {
             Some((s, extent)) => self.shape[s].div_ceil(extent),
@@ -306,6 +387,16 @@ impl StreamSpec {
     /// streams in epochs ([`StreamSpec::slabs_in_epochs`]) arrives with the
     /// stored first dimension slowest (its own dimension, of extent 1, is
     /// moved after it: the same input).
+    ///
+    /// ```
+    /// use retile_plan::{DType, StreamSpec};
+    /// let spec = StreamSpec::new(DType::U8, vec![4, 6, 8], vec![2, 1, 8])?;
+    /// assert_eq!(spec.slab(0)?, spec); // not cut
+    /// let spec = spec.with_input_order(vec![1, 0, 2])?.with_input_slab(4)?;
+    /// assert_eq!(spec.slab(1)?.shape(), &[4, 2, 8]); // the 2 channels left
+    /// assert!(spec.slab(2).unwrap_err().to_string().contains("slab 2 starts past"));
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn slab(&self, k: u64) -> Result<StreamSpec, StreamError> {
         let Some((s, extent)) = self.input_slab() else {
             return Ok(self.clone());
@@ -326,6 +417,14 @@ impl StreamSpec {
     }
 
     /// The extents in input order, slowest first.
+    ///
+    /// ```
+    /// use retile_plan::{DType, StreamSpec};
+    /// let spec = StreamSpec::new(DType::U8, vec![2, 3, 4], vec![1, 1, 4])?;
+    /// assert_eq!(spec.input_shape(), vec![2, 3, 4]);
+    /// assert_eq!(spec.with_input_order(vec![1, 0, 2])?.input_shape(), vec![3, 2, 4]);
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn input_shape(&self) -> Vec<u64> {
         self.input_order.iter().map(|&d| self.shape[d]).collect()
     }
@@ -347,26 +446,62 @@ impl StreamSpec {
     }
 
     /// The element type.
+    ///
+    /// ```
+    /// use retile_plan::{DType, StreamSpec};
+    /// let spec = StreamSpec::new(DType::U16, vec![0, 4, 6], vec![2, 2, 3])?;
+    /// assert_eq!(spec.dtype(), DType::U16);
+    /// assert_eq!(spec.dtype().size(), 2);
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn dtype(&self) -> DType {
         self.dtype
     }
 
     /// Extents, slowest first (0 first = unbounded).
+    ///
+    /// ```
+    /// use retile_plan::{DType, StreamSpec};
+    /// let spec = StreamSpec::new(DType::U8, vec![0, 4, 6], vec![2, 2, 3])?;
+    /// assert_eq!(spec.shape(), &[0, 4, 6]);
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn shape(&self) -> &[u64] {
         &self.shape
     }
 
     /// Tile extents, slowest first.
+    ///
+    /// ```
+    /// use retile_plan::{DType, StreamSpec};
+    /// let spec = StreamSpec::new(DType::U8, vec![0, 4, 6], vec![2, 2, 3])?;
+    /// assert_eq!(spec.tile(), &[2, 2, 3]);
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn tile(&self) -> &[u64] {
         &self.tile
     }
 
     /// The first dimension has no end.
+    ///
+    /// ```
+    /// use retile_plan::{DType, StreamSpec};
+    /// assert!(StreamSpec::new(DType::U8, vec![0, 4], vec![2, 2])?.is_unbounded());
+    /// assert!(!StreamSpec::new(DType::U8, vec![8, 4], vec![2, 2])?.is_unbounded());
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn is_unbounded(&self) -> bool {
         self.shape[0] == 0
     }
 
     /// Elements in one plane (one index of the slowest dimension).
+    ///
+    /// ```
+    /// use retile_plan::{DType, StreamSpec};
+    /// let spec = StreamSpec::new(DType::U16, vec![0, 4, 6], vec![2, 2, 3])?;
+    /// assert_eq!(spec.plane_elements()?, 4 * 6);
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn plane_elements(&self) -> Result<u64, StreamError> {
         self.shape[1..]
             .iter()
@@ -376,6 +511,16 @@ impl StreamSpec {
 }
 
 /// The span of input indices over which a tile receives its elements.
+///
+/// ```
+/// use retile_plan::{DType, StreamPlan, StreamSpec, TileSpan};
+/// // 4 x 6 bytes in 2 x 3 tiles: the last tile takes input 15 ..= 23
+/// let plan = StreamPlan::new(&StreamSpec::new(DType::U8, vec![4, 6], vec![2, 3])?)?;
+/// let span = plan.tile_span(&[1, 1]).unwrap();
+/// assert_eq!(span, TileSpan { tile: vec![1, 1], first: 15, last: 23 });
+/// assert_eq!(span.last - span.first, plan.c());
+/// # Ok::<(), retile_plan::StreamError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct TileSpan {
     /// Tile coordinates, slowest first.
@@ -413,6 +558,15 @@ impl StreamPlan {
     /// stored coordinate to the input's (the identity in stored order), so
     /// that a lifted coordinate (stored order) gives the index at which its
     /// element arrives.
+    ///
+    /// ```
+    /// use retile_plan::{DType, StreamPlan, StreamSpec};
+    /// // 5 x 6 bytes in 2 x 4 tiles: the edge tiles are padded
+    /// let plan = StreamPlan::new(&StreamSpec::new(DType::U8, vec![5, 6], vec![2, 4])?)?;
+    /// assert_eq!(plan.tile_counts(), &[3, 2]);
+    /// assert_eq!((plan.m(), plan.tile_total()), (2, Some(6)));
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn new(spec: &StreamSpec) -> Result<StreamPlan, StreamError> {
         let extents: Vec<u64> = spec
             .shape
@@ -461,29 +615,69 @@ impl StreamPlan {
     }
 
     /// The stream this plans.
+    ///
+    /// ```
+    /// use retile_plan::{DType, StreamPlan, StreamSpec};
+    /// let spec = StreamSpec::new(DType::U8, vec![4, 6], vec![2, 3])?;
+    /// assert_eq!(StreamPlan::new(&spec)?.spec(), &spec);
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn spec(&self) -> &StreamSpec {
         &self.spec
     }
 
     /// Tiles per dimension, slowest first (the first is that of one epoch
     /// when the stream is unbounded).
+    ///
+    /// ```
+    /// use retile_plan::{DType, StreamPlan, StreamSpec};
+    /// let bounded = StreamPlan::new(&StreamSpec::new(DType::U8, vec![5, 4, 6], vec![2, 2, 3])?)?;
+    /// assert_eq!(bounded.tile_counts(), &[3, 2, 2]);
+    /// let unbounded = StreamPlan::new(&StreamSpec::new(DType::U8, vec![0, 4, 6], vec![2, 2, 3])?)?;
+    /// assert_eq!(unbounded.tile_counts(), &[1, 2, 2]); // one epoch's
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn tile_counts(&self) -> &[u64] {
         &self.counts
     }
 
     /// The lifted layout in CuTe form, fastest mode first: mode `k` is
     /// `(n, t):(stride(n), stride(t))` of the `k`-th fastest dimension.
+    ///
+    /// ```
+    /// use retile_plan::{DType, StreamPlan, StreamSpec};
+    /// let plan = StreamPlan::new(&StreamSpec::new(DType::U8, vec![4, 6], vec![2, 3])?)?;
+    /// // x: (3 in a tile, 2 tiles):(1, 3); y: (2 in a tile, 2 tiles):(6, 12)
+    /// assert_eq!(plan.lifted_layout().to_string(), "((3,2),(2,2)):((1,3),(6,12))");
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn lifted_layout(&self) -> &Layout {
         self.map.input_layout()
     }
 
     /// Where every element lives, in the input and in the epoch buffers:
     /// the one source of tile placement.
+    ///
+    /// ```
+    /// use retile_plan::{DType, StreamPlan, StreamSpec};
+    /// let plan = StreamPlan::new(&StreamSpec::new(DType::U8, vec![4, 6], vec![2, 3])?)?;
+    /// assert_eq!(plan.tile_map().locate(&[3, 4]), (vec![1, 1], 4));
+    /// assert_eq!(plan.tile_map().input_layout(), plan.lifted_layout());
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn tile_map(&self) -> &TileMap {
         &self.map
     }
 
     /// The lifted shape, slowest first: `[t_0, n_0, t_1, n_1, ...]`.
+    ///
+    /// ```
+    /// use retile_plan::{DType, StreamPlan, StreamSpec};
+    /// // 4 x 6 in 2 x 3 tiles: 2 tiles of 2 rows, 2 tiles of 3 columns
+    /// let plan = StreamPlan::new(&StreamSpec::new(DType::U8, vec![4, 6], vec![2, 3])?)?;
+    /// assert_eq!(plan.lifted_shape(), vec![2, 2, 2, 3]);
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn lifted_shape(&self) -> Vec<u64> {
         self.counts
             .iter()
@@ -493,6 +687,14 @@ impl StreamPlan {
     }
 
     /// Input strides of the lifted shape, slowest first.
+    ///
+    /// ```
+    /// use retile_plan::{DType, StreamPlan, StreamSpec};
+    /// let plan = StreamPlan::new(&StreamSpec::new(DType::U8, vec![4, 6], vec![2, 3])?)?;
+    /// // next row tile, next row, next column tile, next column
+    /// assert_eq!(plan.lifted_strides(), vec![12, 6, 3, 1]);
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn lifted_strides(&self) -> Vec<u64> {
         (0..self.spec.shape.len())
             .flat_map(|d| {
@@ -503,12 +705,28 @@ impl StreamPlan {
     }
 
     /// `C`: how many input indices after its first a full tile receives its last.
+    ///
+    /// ```
+    /// use retile_plan::{DType, StreamPlan, StreamSpec};
+    /// // a 2 x 3 tile of 6-wide rows: its last element arrives 6 + 2 after its first
+    /// let plan = StreamPlan::new(&StreamSpec::new(DType::U8, vec![4, 6], vec![2, 3])?)?;
+    /// assert_eq!(plan.c(), 8);
+    /// assert_eq!(plan.tile_span(&[0, 1]).map(|t| t.last - t.first), Some(8));
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn c(&self) -> u64 {
         self.map.reach()
     }
 
     /// `M`: tiles live at once, the product of the tile counts of all
     /// dimensions but the slowest. One epoch holds exactly `M` tiles.
+    ///
+    /// ```
+    /// use retile_plan::{DType, StreamPlan, StreamSpec};
+    /// let plan = StreamPlan::new(&StreamSpec::new(DType::U8, vec![0, 4, 6], vec![2, 2, 3])?)?;
+    /// assert_eq!(plan.m(), 2 * 2);
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn m(&self) -> u64 {
         self.counts[1..].iter().product()
     }
@@ -547,6 +765,14 @@ impl StreamPlan {
     }
 
     /// Elements in one tile.
+    ///
+    /// ```
+    /// use retile_plan::{DType, StreamPlan, StreamSpec};
+    /// let plan = StreamPlan::new(&StreamSpec::new(DType::U16, vec![0, 4, 6], vec![2, 2, 3])?)?;
+    /// assert_eq!(plan.tile_elements(), 12);
+    /// assert_eq!(plan.tile_bytes(), 12 * 2);
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn tile_elements(&self) -> u64 {
         self.spec.tile.iter().product()
     }
@@ -581,6 +807,13 @@ impl StreamPlan {
     /// Bytes of one epoch's buffer: the ring of `M` slots, or of one
     /// slab's tiles of an epoch when the input arrives in slabs
     /// ([`StreamPlan::epoch_slots`]).
+    ///
+    /// ```
+    /// use retile_plan::{DType, StreamPlan, StreamSpec};
+    /// let plan = StreamPlan::new(&StreamSpec::new(DType::U16, vec![0, 4, 6], vec![2, 2, 3])?)?;
+    /// assert_eq!(plan.epoch_buffer_bytes(), 4 * 24); // 4 slots of 24 bytes
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn epoch_buffer_bytes(&self) -> u64 {
         self.epoch_slots() * self.slot_bytes()
     }
@@ -635,6 +868,14 @@ impl StreamPlan {
     }
 
     /// Bytes of tile buffers the stream holds, whatever its length.
+    ///
+    /// ```
+    /// use retile_plan::{DType, StreamPlan, StreamSpec};
+    /// let spec = StreamSpec::new(DType::U16, vec![0, 4, 6], vec![2, 2, 3])?; // epochs of 96 bytes
+    /// assert_eq!(StreamPlan::new(&spec)?.memory_bytes(), 2 * 96);
+    /// assert_eq!(StreamPlan::new(&spec.with_epoch_buffers(4)?)?.memory_bytes(), 4 * 96);
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn memory_bytes(&self) -> u64 {
         self.epoch_buffers() * self.epoch_buffer_bytes()
     }
@@ -706,6 +947,15 @@ impl StreamPlan {
 
     /// The tiles in the order they start (and finish), up to `limit`; an
     /// unbounded stream lists its first epoch.
+    ///
+    /// ```
+    /// use retile_plan::{DType, StreamPlan, StreamSpec};
+    /// let plan = StreamPlan::new(&StreamSpec::new(DType::U8, vec![4, 6], vec![2, 3])?)?;
+    /// let order: Vec<Vec<u64>> = plan.tiles(10).into_iter().map(|t| t.tile).collect();
+    /// assert_eq!(order, vec![vec![0, 0], vec![0, 1], vec![1, 0], vec![1, 1]]);
+    /// assert_eq!(plan.tiles(2).len(), 2);
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn tiles(&self, limit: usize) -> Vec<TileSpan> {
         let mut out = Vec::new();
         let mut coord = vec![0u64; self.counts.len()];
@@ -724,12 +974,31 @@ impl StreamPlan {
     }
 
     /// Total tiles (`None` when unbounded).
+    ///
+    /// ```
+    /// use retile_plan::{DType, StreamPlan, StreamSpec};
+    /// let plan = StreamPlan::new(&StreamSpec::new(DType::U8, vec![5, 6], vec![2, 3])?)?;
+    /// assert_eq!(plan.tile_total(), Some(3 * 2));
+    /// let plan = StreamPlan::new(&StreamSpec::new(DType::U8, vec![0, 6], vec![2, 3])?)?;
+    /// assert_eq!(plan.tile_total(), None);
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn tile_total(&self) -> Option<u64> {
         (!self.spec.is_unbounded()).then(|| self.counts.iter().product())
     }
 
     /// For each ragged dimension (slowest first): how many elements the edge
     /// tiles hold out of their extent.
+    ///
+    /// ```
+    /// use retile_plan::{DType, StreamPlan, StreamSpec};
+    /// // 5 x 6 in 2 x 4 tiles: edge tiles hold 1 of 2 rows, 2 of 4 columns
+    /// let plan = StreamPlan::new(&StreamSpec::new(DType::U8, vec![5, 6], vec![2, 4])?)?;
+    /// assert_eq!(plan.padding(), vec![(0, 1, 2), (1, 2, 4)]);
+    /// let plan = StreamPlan::new(&StreamSpec::new(DType::U8, vec![4, 6], vec![2, 3])?)?;
+    /// assert!(plan.padding().is_empty());
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn padding(&self) -> Vec<(usize, u64, u64)> {
         (0..self.spec.shape.len())
             .filter(|&d| {
@@ -740,6 +1009,16 @@ impl StreamPlan {
     }
 
     /// The plan as JSON, shapes and tiles slowest dimension first.
+    ///
+    /// ```
+    /// use retile_plan::{DType, StreamPlan, StreamSpec};
+    /// let plan = StreamPlan::new(&StreamSpec::new(DType::U8, vec![0, 4, 6], vec![2, 2, 3])?)?;
+    /// let json = plan.to_json();
+    /// assert_eq!((json["M"].as_u64(), json["C"].as_u64()), (Some(4), Some(plan.c())));
+    /// assert_eq!(json["unbounded"], true);
+    /// assert!(json["tile_counts"][0].is_null()); // per epoch: no count
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn to_json(&self) -> serde_json::Value {
         let listed = self.tiles(MAX_LISTED_TILES);
         let unbounded = self.spec.is_unbounded();

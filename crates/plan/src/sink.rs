@@ -9,6 +9,17 @@ use crate::plan::{unravel, StreamPlan};
 /// One complete epoch: the `M` tiles sharing the slowest tile coordinate, in
 /// slot order (lexicographic over the other tile coordinates), each tile
 /// row-major over the tile extents.
+///
+/// ```
+/// use retile_plan::{DType, Epoch, StreamPlan, StreamSpec};
+/// // 2 x 4 bytes in 2 x 2 tiles: one epoch of two tiles
+/// let plan = StreamPlan::new(&StreamSpec::new(DType::U8, vec![2, 4], vec![2, 2])?)?;
+/// let tiles = [0u8, 1, 4, 5, 2, 3, 6, 7];
+/// let epoch = Epoch { index: 0, planes: 2, tiles: &tiles, plan: &plan };
+/// assert_eq!(epoch.tile(1), &[2, 3, 6, 7]);
+/// assert_eq!(epoch.tile_coords(1), vec![0, 1]);
+/// # Ok::<(), retile_plan::StreamError>(())
+/// ```
 #[derive(Debug)]
 pub struct Epoch<'a> {
     /// The slowest tile coordinate.
@@ -24,23 +35,65 @@ pub struct Epoch<'a> {
 
 impl Epoch<'_> {
     /// Bytes of one tile.
+    ///
+    /// ```
+    /// use retile_plan::{DType, Epoch, StreamPlan, StreamSpec};
+    /// let plan = StreamPlan::new(&StreamSpec::new(DType::U16, vec![0, 4], vec![2, 2])?)?;
+    /// let tiles = vec![0u8; plan.epoch_buffer_bytes() as usize];
+    /// let epoch = Epoch { index: 0, planes: 2, tiles: &tiles, plan: &plan };
+    /// assert_eq!(epoch.tile_bytes(), 2 * 2 * 2); // 2 x 2 elements of 2 bytes
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn tile_bytes(&self) -> usize {
         self.plan.tile_bytes() as usize
     }
 
     /// The bytes of tile `slot`.
+    ///
+    /// ```
+    /// use retile_plan::{DType, Epoch, StreamPlan, StreamSpec};
+    /// // tiles of 4096 bytes: each slot is a cache line longer than its tile
+    /// let plan = StreamPlan::new(&StreamSpec::new(DType::U8, vec![0, 128], vec![64, 64])?)?;
+    /// let mut tiles = vec![0u8; plan.epoch_buffer_bytes() as usize];
+    /// tiles[plan.slot_bytes() as usize] = 7; // the first byte of slot 1
+    /// let epoch = Epoch { index: 0, planes: 64, tiles: &tiles, plan: &plan };
+    /// assert_eq!(epoch.tile(1).len(), 4096);
+    /// assert_eq!(epoch.tile(1)[0], 7);
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn tile(&self, slot: usize) -> &[u8] {
         let start = slot * self.plan.slot_bytes() as usize;
         &self.tiles[start..start + self.tile_bytes()]
     }
 
     /// Tile coordinates (slowest first, the epoch first) of tile `slot`.
+    ///
+    /// ```
+    /// use retile_plan::{DType, Epoch, StreamPlan, StreamSpec};
+    /// // 2 x 2 tiles per plane, slot order row-major over them
+    /// let plan = StreamPlan::new(&StreamSpec::new(DType::U8, vec![0, 4, 6], vec![1, 2, 3])?)?;
+    /// let tiles = vec![0u8; plan.epoch_buffer_bytes() as usize];
+    /// let epoch = Epoch { index: 7, planes: 1, tiles: &tiles, plan: &plan };
+    /// assert_eq!(epoch.tile_coords(2), vec![7, 1, 0]);
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn tile_coords(&self, slot: usize) -> Vec<u64> {
         self.plan.tile_map().tile_of_slot(self.index, slot as u64)
     }
 }
 
 /// The bytes of an epoch's tiles, held for a sink by a [`SharedEpoch`].
+///
+/// ```
+/// use retile_plan::TileBytes;
+/// // any owner of the bytes will do, e.g. a boxed slice
+/// struct Boxed(Box<[u8]>);
+/// impl TileBytes for Boxed {
+///     fn bytes(&self) -> &[u8] { &self.0 }
+/// }
+/// assert_eq!(Boxed(vec![1, 2, 3].into()).bytes(), &[1, 2, 3]);
+/// assert_eq!(TileBytes::bytes(&vec![4u8, 5]), &[4, 5]); // and a Vec<u8>
+/// ```
 pub trait TileBytes: Send + Sync {
     /// The `M` tiles, one every [`StreamPlan::slot_bytes`] bytes.
     fn bytes(&self) -> &[u8];
@@ -154,6 +207,16 @@ pub struct EncodedChunks {
 
 impl SharedEpoch {
     /// Epoch `index` of `plan`, `planes` planes, its tiles in `tiles`.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use retile_plan::{DType, SharedEpoch, StreamPlan, StreamSpec};
+    /// let plan = Arc::new(StreamPlan::new(&StreamSpec::new(DType::U8, vec![0, 4], vec![2, 2])?)?);
+    /// let epoch = SharedEpoch::new(3, 1, Arc::new(vec![0u8; 8]), plan);
+    /// assert_eq!((epoch.index, epoch.planes), (3, 1));
+    /// assert!(epoch.encoded().is_none()); // it holds tiles
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn new(
         index: u64,
         planes: u64,
@@ -188,6 +251,17 @@ impl SharedEpoch {
     }
 
     /// How the epoch's chunks were encoded, if a backend encoded them.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use retile_plan::{DType, DeviceCodec, EncodedChunks, SharedEpoch, StreamPlan, StreamSpec};
+    /// let plan = Arc::new(StreamPlan::new(&StreamSpec::new(DType::U8, vec![0, 4], vec![2, 2])?)?);
+    /// let epoch = SharedEpoch::new(0, 2, Arc::new(vec![0u8; 8]), plan);
+    /// assert!(epoch.encoded().is_none());
+    /// let epoch = epoch.with_encoded(EncodedChunks { codec: DeviceCodec::Zstd, chunks: vec![None, None] });
+    /// assert_eq!(epoch.encoded().map(|e| e.codec), Some(DeviceCodec::Zstd));
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn encoded(&self) -> Option<&EncodedChunks> {
         self.encoded.as_deref()
     }
@@ -195,6 +269,19 @@ impl SharedEpoch {
     /// The stored bytes of slot `slot`'s chunk, when the epoch is encoded:
     /// `Some(None)` for a chunk of fill alone (or out of range); `None`
     /// when the epoch holds tiles.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use retile_plan::{DType, DeviceCodec, EncodedChunks, SharedEpoch, StreamPlan, StreamSpec};
+    /// let plan = Arc::new(StreamPlan::new(&StreamSpec::new(DType::U8, vec![0, 4], vec![2, 2])?)?);
+    /// let epoch = SharedEpoch::new(0, 2, Arc::new(vec![9u8, 9, 1, 2]), plan);
+    /// assert_eq!(epoch.encoded_chunk(0), None); // tiles, not chunks
+    /// let chunks = EncodedChunks { codec: DeviceCodec::Zstd, chunks: vec![Some((2, 2)), None] };
+    /// let epoch = epoch.with_encoded(chunks);
+    /// assert_eq!(epoch.encoded_chunk(0), Some(Some(&[1u8, 2][..])));
+    /// assert_eq!(epoch.encoded_chunk(5), Some(None)); // out of range
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn encoded_chunk(&self, slot: usize) -> Option<Option<&[u8]>> {
         let encoded = self.encoded.as_ref()?;
         let bytes = self.tiles.bytes();
@@ -209,6 +296,17 @@ impl SharedEpoch {
     }
 
     /// The epoch as [`Sink::write_epoch`] takes it.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use retile_plan::{DType, SharedEpoch, StreamPlan, StreamSpec};
+    /// let plan = Arc::new(StreamPlan::new(&StreamSpec::new(DType::U8, vec![0, 4], vec![2, 2])?)?);
+    /// let epoch = SharedEpoch::new(1, 2, Arc::new(vec![1u8, 2, 3, 4, 5, 6, 7, 8]), plan);
+    /// let view = epoch.view();
+    /// assert_eq!((view.index, view.planes, view.tiles.len()), (1, 2, 8));
+    /// assert_eq!(view.tile_coords(1), vec![1, 1]);
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn view(&self) -> Epoch<'_> {
         Epoch {
             index: self.index,
@@ -227,6 +325,25 @@ impl SharedEpoch {
 /// [`Sink::submit`] too, keeps the [`SharedEpoch`]s it is given until it is
 /// done with their tiles, and reports a failure of that work at its next
 /// call.
+///
+/// ```
+/// use retile_plan::{DType, Epoch, Sink, StreamError, StreamPlan, StreamSpec};
+/// struct CountTiles(u64);
+/// impl Sink for CountTiles {
+///     fn begin(&mut self, _: &StreamPlan, _: &[u8]) -> Result<(), StreamError> { Ok(()) }
+///     fn write_epoch(&mut self, e: &Epoch<'_>) -> Result<(), StreamError> { self.0 += e.plan.m(); Ok(()) }
+///     fn finish(&mut self, _: u64) -> Result<(), StreamError> { Ok(()) }
+/// }
+/// let plan = StreamPlan::new(&StreamSpec::new(DType::U8, vec![0, 8], vec![2, 4])?)?;
+/// let mut sink = CountTiles(0);
+/// sink.begin(&plan, &[0])?;
+/// # let tiles = vec![0; plan.epoch_buffer_bytes() as usize];
+/// sink.write_epoch(&Epoch { index: 0, planes: 2, tiles: &tiles, plan: &plan })?;
+/// sink.finish(2)?;
+/// assert_eq!(sink.0, 2);
+/// assert!(sink.begin_region(&plan, 1, 0).is_err()); // the default takes no regions
+/// # Ok::<(), retile_plan::StreamError>(())
+/// ```
 pub trait Sink: Send {
     /// Called once before the first epoch, with the plan and the fill value
     /// (the bytes of one element).
@@ -373,6 +490,12 @@ pub struct MemorySink {
 
 impl MemorySink {
     /// An empty store.
+    ///
+    /// ```
+    /// let sink = retile_plan::MemorySink::new();
+    /// assert_eq!((sink.tile_count(), sink.planes()), (0, None));
+    /// assert!(sink.assemble().is_none()); // no plan yet
+    /// ```
     pub fn new() -> Self {
         Self::default()
     }
@@ -384,6 +507,18 @@ impl MemorySink {
     }
 
     /// The bytes of the tile at `coords` (slowest first), if written.
+    ///
+    /// ```
+    /// use retile_plan::{DType, Epoch, MemorySink, Sink, StreamPlan, StreamSpec};
+    /// let plan = StreamPlan::new(&StreamSpec::new(DType::U8, vec![0, 4], vec![2, 2])?)?;
+    /// let mut sink = MemorySink::new();
+    /// sink.begin(&plan, &[0])?;
+    /// let tiles = [1u8, 2, 3, 4, 5, 6, 7, 8];
+    /// sink.write_epoch(&Epoch { index: 0, planes: 2, tiles: &tiles, plan: &plan })?;
+    /// assert_eq!(sink.tile(&[0, 1]), Some(vec![5, 6, 7, 8]));
+    /// assert_eq!(sink.tile(&[1, 0]), None); // epoch 1 not written
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn tile(&self, coords: &[u64]) -> Option<Vec<u8>> {
         self.lock().tiles.get(coords).cloned()
     }
@@ -400,11 +535,35 @@ impl MemorySink {
     }
 
     /// Number of tiles written.
+    ///
+    /// ```
+    /// use retile_plan::{DType, Epoch, MemorySink, Sink, StreamPlan, StreamSpec};
+    /// let plan = StreamPlan::new(&StreamSpec::new(DType::U8, vec![0, 6], vec![1, 2])?)?;
+    /// let mut sink = MemorySink::new();
+    /// sink.begin(&plan, &[0])?;
+    /// let tiles = vec![0u8; plan.epoch_buffer_bytes() as usize];
+    /// for index in 0..2 {
+    ///     sink.write_epoch(&Epoch { index, planes: 1, tiles: &tiles, plan: &plan })?;
+    /// }
+    /// assert_eq!(sink.tile_count(), 2 * 3);
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn tile_count(&self) -> usize {
         self.lock().tiles.len()
     }
 
     /// Planes written, once finished.
+    ///
+    /// ```
+    /// use retile_plan::{DType, MemorySink, Sink, StreamPlan, StreamSpec};
+    /// let plan = StreamPlan::new(&StreamSpec::new(DType::U8, vec![0, 4], vec![2, 2])?)?;
+    /// let mut sink = MemorySink::new();
+    /// sink.begin(&plan, &[0])?;
+    /// assert_eq!(sink.planes(), None); // not finished
+    /// sink.finish(3)?;
+    /// assert_eq!(sink.planes(), Some(3));
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn planes(&self) -> Option<u64> {
         let s = self.lock();
         s.finished.then_some(s.planes)
@@ -412,6 +571,19 @@ impl MemorySink {
 
     /// The dense row-major array the tiles describe (planes written × the
     /// other extents), read back from the tiles.
+    ///
+    /// ```
+    /// use retile_plan::{DType, Epoch, MemorySink, Sink, StreamPlan, StreamSpec};
+    /// // 2 x 4 bytes in 2 x 2 tiles, read back row-major
+    /// let plan = StreamPlan::new(&StreamSpec::new(DType::U8, vec![2, 4], vec![2, 2])?)?;
+    /// let mut sink = MemorySink::new();
+    /// sink.begin(&plan, &[0])?;
+    /// let tiles = [0u8, 1, 4, 5, 2, 3, 6, 7];
+    /// sink.write_epoch(&Epoch { index: 0, planes: 2, tiles: &tiles, plan: &plan })?;
+    /// sink.finish(2)?;
+    /// assert_eq!(sink.assemble(), Some(vec![0, 1, 2, 3, 4, 5, 6, 7]));
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn assemble(&self) -> Option<Vec<u8>> {
         let s = self.lock();
         let plan = s.plan.as_ref()?;

@@ -4,6 +4,14 @@
 use crate::sink::SinkStats;
 
 /// What a finished stream did.
+///
+/// ```
+/// use retile_plan::{SinkStats, Summary};
+/// let summary = Summary { planes: 8, tiles: 32, sink: SinkStats { files: 32, ..Default::default() }, ..Default::default() };
+/// assert_eq!(summary.sink.files, summary.tiles); // one file a tile
+/// assert!(summary.levels.is_empty()); // not a pyramid
+/// assert_eq!(summary.codec_on, None); // the sink compressed
+/// ```
 #[derive(Debug, Clone, Default)]
 pub struct Summary {
     /// Input bytes taken.

@@ -98,12 +98,32 @@ impl TileMap {
     }
 
     /// The input layout: lifted coordinate → input element index.
+    ///
+    /// ```
+    /// use retile_plan::{DType, StreamPlan, StreamSpec};
+    /// let plan = StreamPlan::new(&StreamSpec::new(DType::U8, vec![4, 6], vec![2, 3])?)?;
+    /// let input = plan.tile_map().input_layout();
+    /// // mode (n, t) of x, then of y: 3 columns a tile, 2 rows of 6 a tile
+    /// assert_eq!(input.to_string(), "((3,2),(2,2)):((1,3),(6,12))");
+    /// assert_eq!(input.size()?, 4 * 6);
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn input_layout(&self) -> &Layout {
         &self.input
     }
 
     /// The buffer layout: lifted coordinate → element offset in the epoch
     /// buffers laid end to end.
+    ///
+    /// ```
+    /// use retile_plan::{DType, StreamPlan, StreamSpec};
+    /// let plan = StreamPlan::new(&StreamSpec::new(DType::U8, vec![4, 6], vec![2, 3])?)?;
+    /// let buffer = plan.tile_map().buffer_layout();
+    /// // inside a tile row-major (strides 1 and 3), tiles 6 elements apart
+    /// assert_eq!(buffer.to_string(), "((3,2),(2,2)):((1,6),(3,12))");
+    /// assert_eq!(buffer.cosize()?, 4 * 6);
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn buffer_layout(&self) -> &Layout {
         &self.buffer
     }
@@ -143,6 +163,15 @@ impl TileMap {
     }
 
     /// Elements from one slot's start to the next.
+    ///
+    /// ```
+    /// use retile_plan::{DType, StreamPlan, StreamSpec};
+    /// // tiles of 32 x 64 u16, 4096 bytes: one cache line (32 elements) between tiles
+    /// let plan = StreamPlan::new(&StreamSpec::new(DType::U16, vec![0, 128], vec![32, 64])?)?;
+    /// assert_eq!(plan.tile_map().slot_elements(), 2048 + 32);
+    /// assert_eq!(plan.slot_bytes(), 2 * (2048 + 32));
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn slot_elements(&self) -> u64 {
         self.slot
     }
@@ -163,6 +192,17 @@ impl TileMap {
 
     /// The buffer offset of the element at `coords` (slowest first): the
     /// buffer layout at its lifted coordinate.
+    ///
+    /// ```
+    /// use retile_plan::{DType, StreamPlan, StreamSpec};
+    /// // 4 x 6 bytes in 2 x 3 tiles of 6 bytes
+    /// let plan = StreamPlan::new(&StreamSpec::new(DType::U8, vec![4, 6], vec![2, 3])?)?;
+    /// let map = plan.tile_map();
+    /// assert_eq!(map.buffer_offset(&[0, 4]), 6 + 1); // the second tile, column 1
+    /// assert_eq!(map.buffer_offset(&[1, 4]), 6 + 3 + 1); // and row 1
+    /// assert_eq!(map.buffer_offset(&[1, 4]), map.place(0, 1) + map.place(1, 4));
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn buffer_offset(&self, coords: &[u64]) -> u64 {
         coords
             .iter()
@@ -173,6 +213,15 @@ impl TileMap {
 
     /// The tile holding the element at `coords` (slowest first) and the
     /// element's row-major index inside it.
+    ///
+    /// ```
+    /// use retile_plan::{DType, StreamPlan, StreamSpec};
+    /// let plan = StreamPlan::new(&StreamSpec::new(DType::U8, vec![4, 6], vec![2, 3])?)?;
+    /// // element (2, 5): tile (1, 1), row 0 column 2 of it
+    /// assert_eq!(plan.tile_map().locate(&[2, 5]), (vec![1, 1], 2));
+    /// assert_eq!(plan.tile_map().locate(&[0, 0]), (vec![0, 0], 0));
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn locate(&self, coords: &[u64]) -> (Vec<u64>, u64) {
         let tile = coords
             .iter()

@@ -70,6 +70,14 @@ pub struct ChainLink {
 impl ClaimChain {
     /// The chain of a pyramid of `levels` levels; `halves_first`: each
     /// level halves its parent's first dimension (one plane for two).
+    ///
+    /// ```
+    /// use retile_store::ClaimChain;
+    /// // a pyramid of 4 levels, each with half its parent's planes
+    /// let chain = ClaimChain::new(4, true);
+    /// assert_eq!(chain.levels(), 4);
+    /// assert_eq!(chain.level(3).index(), 3);
+    /// ```
     pub fn new(levels: usize, halves_first: bool) -> ClaimChain {
         ClaimChain {
             levels: Arc::new(Mutex::new((0..levels).map(|_| Level::default()).collect())),
@@ -78,11 +86,38 @@ impl ClaimChain {
     }
 
     /// How many levels the chain has.
+    ///
+    /// ```
+    /// use retile_store::ClaimChain;
+    /// let chain = ClaimChain::new(2, false);
+    /// assert_eq!(chain.levels(), 2);
+    /// assert_eq!(chain.clone().levels(), 2); // clones share the levels
+    /// ```
     pub fn levels(&self) -> usize {
         self.lock().len()
     }
 
     /// The link of level `k` (0: the stream itself).
+    ///
+    /// ```
+    /// use retile_plan::{DType, Epoch, Sink, StreamPlan, StreamSpec};
+    /// use retile_store::{ClaimChain, ZarrOptions, ZarrSink};
+    /// let dir = tempfile::tempdir()?;
+    /// let chain = ClaimChain::new(2, false);
+    /// let sink = |k: usize| ZarrSink::new(ZarrOptions { path: dir.path().join(k.to_string()), ..Default::default() }).chained(chain.level(k));
+    /// let (mut level0, mut level1) = (sink(0), sink(1));
+    /// let plan = StreamPlan::new(&StreamSpec::new(DType::U8, vec![0, 4], vec![2, 4])?)?;
+    /// # let metadata = |k: u32| -> serde_json::Value { serde_json::from_slice(&std::fs::read(dir.path().join(format!("{k}/zarr.json"))).unwrap()).unwrap() };
+    /// level0.begin(&plan, &[0])?;
+    /// level1.begin(&plan, &[0])?;
+    /// level1.write_epoch(&Epoch { index: 0, planes: 2, tiles: &[1; 8], plan: &plan })?;
+    /// level1.finish(2)?;
+    /// assert_eq!(metadata(1)["shape"][0], 0); // level 0 has claimed nothing yet
+    /// level0.write_epoch(&Epoch { index: 0, planes: 2, tiles: &[1; 8], plan: &plan })?;
+    /// level0.finish(2)?;
+    /// assert_eq!(metadata(1)["shape"][0], 2); // now level 1's claim is made
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn level(&self, k: usize) -> ChainLink {
         ChainLink {
             chain: self.clone(),
@@ -139,6 +174,13 @@ impl ClaimChain {
 
 impl ChainLink {
     /// The level's index.
+    ///
+    /// ```
+    /// use retile_store::ClaimChain;
+    /// let chain = ClaimChain::new(3, true);
+    /// let links: Vec<usize> = (0..chain.levels()).map(|k| chain.level(k).index()).collect();
+    /// assert_eq!(links, vec![0, 1, 2]);
+    /// ```
     pub fn index(&self) -> usize {
         self.level
     }

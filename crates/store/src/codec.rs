@@ -48,6 +48,15 @@ impl FromStr for Shuffle {
 }
 
 /// The compressor inside a blosc container.
+///
+/// ```
+/// use retile_store::{BloscKind, Codec};
+/// let codec: Codec = "blosc-lz4hc:9".parse()?;
+/// assert!(matches!(codec, Codec::Blosc { kind: BloscKind::Lz4hc, level: 9, .. }));
+/// assert_eq!(codec.to_string(), "blosc-lz4hc:9");
+/// assert_eq!(codec.device_codec(2), None); // a GPU writes blosc with lz4 or zstd only
+/// # Ok::<(), retile_plan::StreamError>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BloscKind {
     /// LZ4: fast.

@@ -377,6 +377,15 @@ pub enum StorePath {
 
 /// The longest prefix taken, in bytes: S3 keys are at most 1024 bytes, and
 /// the store's own names (levels, chunk coordinates) need the rest.
+///
+/// ```
+/// use std::path::Path;
+/// use retile_store::{StorePath, MAX_PREFIX_BYTES};
+/// let store = |prefix: &str| StorePath::classify(Path::new(&format!("s3://bucket/{prefix}")));
+/// assert!(store(&"a".repeat(MAX_PREFIX_BYTES)).is_ok());
+/// let err = store(&"a".repeat(MAX_PREFIX_BYTES + 1)).unwrap_err().to_string();
+/// assert!(err.contains("a store's prefix at most 896"), "{err}");
+/// ```
 pub const MAX_PREFIX_BYTES: usize = 896;
 
 /// URL schemes named where a store path starts with one, though it is not
@@ -395,6 +404,17 @@ impl StorePath {
     /// characters than letters, digits, `.`, `-` and `_`; an S3 prefix with
     /// an empty segment (`a//b`), a `.` or `..` segment or a control
     /// character, or longer than [`MAX_PREFIX_BYTES`].
+    ///
+    /// ```
+    /// use std::path::Path;
+    /// use retile_store::StorePath;
+    /// assert_eq!(StorePath::classify(Path::new("run.zarr"))?, StorePath::Local("run.zarr".into()));
+    /// let s3 = StorePath::classify(Path::new("s3://bucket/run.zarr/"))?; // the trailing / dropped
+    /// assert_eq!(s3, StorePath::S3 { bucket: "bucket".into(), prefix: "run.zarr".into() });
+    /// let err = StorePath::classify(Path::new("S3://bucket/run.zarr")).unwrap_err().to_string();
+    /// assert!(err.contains("lower case"), "{err}");
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn classify(path: &Path) -> Result<StorePath, StreamError> {
         let text = path.to_string_lossy();
         if text.is_empty() {

@@ -45,6 +45,13 @@ use crate::settings;
 /// Bytes of one part of a multipart upload (S3 takes 5 MiB to 5 GiB, all
 /// parts but the last of one size); an object smaller than one part is
 /// uploaded with a single `PUT`.
+///
+/// ```
+/// use retile_store::PART_BYTES;
+/// assert_eq!(PART_BYTES, 8 << 20);
+/// // within the part sizes S3 takes: 5 MiB to 5 GiB
+/// assert!((5 << 20..=5 << 30).contains(&PART_BYTES));
+/// ```
 pub const PART_BYTES: usize = 8 << 20;
 
 /// Parts and single `PUT`s uploading at once in one store, whichever
@@ -228,11 +235,52 @@ pub struct S3Traffic {
 
 impl S3Traffic {
     /// Bytes of objects completed (metadata included).
+    ///
+    /// The example needs an S3-compatible server (here at `localhost:9000`,
+    /// its bucket and credentials in the `AWS_*` variables): it is
+    /// compiled, not run.
+    ///
+    /// ```no_run
+    /// use std::sync::Arc;
+    /// use retile_plan::{DType, Epoch, Sink, StreamPlan, StreamSpec};
+    /// use retile_store::{S3Options, S3Traffic, ZarrOptions, ZarrSink};
+    /// let traffic = Arc::new(S3Traffic::default());
+    /// let endpoint = ("aws_endpoint".to_string(), "http://localhost:9000".to_string());
+    /// let s3 = S3Options { allow_http: true, config: vec![endpoint], traffic: Some(traffic.clone()), ..Default::default() };
+    /// let mut sink = ZarrSink::new(ZarrOptions { path: "s3://bucket/run.zarr".into(), s3, ..Default::default() });
+    /// let plan = StreamPlan::new(&StreamSpec::new(DType::U8, vec![0, 4], vec![2, 4])?)?;
+    /// sink.begin(&plan, &[0])?;
+    /// sink.write_epoch(&Epoch { index: 0, planes: 2, tiles: &[1; 8], plan: &plan })?;
+    /// sink.finish(2)?;
+    /// assert!(traffic.uploaded_bytes() > 8); // the chunk's 8 bytes and the zarr.json
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn uploaded_bytes(&self) -> u64 {
         self.uploaded.load(Ordering::Relaxed)
     }
 
     /// Requests made.
+    ///
+    /// The example needs an S3-compatible server (here at `localhost:9000`,
+    /// its bucket and credentials in the `AWS_*` variables): it is
+    /// compiled, not run.
+    ///
+    /// ```no_run
+    /// use std::sync::Arc;
+    /// use retile_plan::{DType, Epoch, Sink, StreamPlan, StreamSpec};
+    /// use retile_store::{S3Options, S3Traffic, ZarrOptions, ZarrSink};
+    /// let traffic = Arc::new(S3Traffic::default());
+    /// let endpoint = ("aws_endpoint".to_string(), "http://localhost:9000".to_string());
+    /// let s3 = S3Options { allow_http: true, config: vec![endpoint], traffic: Some(traffic.clone()), ..Default::default() };
+    /// let mut sink = ZarrSink::new(ZarrOptions { path: "s3://bucket/run.zarr".into(), s3, ..Default::default() });
+    /// # let plan = StreamPlan::new(&StreamSpec::new(DType::U8, vec![0, 4], vec![2, 4])?)?;
+    /// # sink.begin(&plan, &[0])?;
+    /// # sink.write_epoch(&Epoch { index: 0, planes: 2, tiles: &[1; 8], plan: &plan })?;
+    /// # sink.finish(2)?;
+    /// // ... a stream written with `sink` ...
+    /// assert!(traffic.requests() >= 2); // at least the chunk's PUT and the zarr.json's
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn requests(&self) -> u64 {
         self.requests.load(Ordering::Relaxed)
     }

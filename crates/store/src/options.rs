@@ -12,6 +12,17 @@ use crate::object::S3Options;
 use crate::user::UserMetadata;
 
 /// Most writer threads a sink starts.
+///
+/// ```
+/// use retile_plan::{DType, Sink, StreamPlan, StreamSpec};
+/// use retile_store::{ZarrOptions, ZarrSink, MAX_WRITERS};
+/// let dir = tempfile::tempdir()?;
+/// let plan = StreamPlan::new(&StreamSpec::new(DType::U8, vec![0, 4], vec![2, 4])?)?;
+/// let options = ZarrOptions { path: dir.path().to_owned(), writers: Some(MAX_WRITERS + 1), ..Default::default() };
+/// let err = ZarrSink::new(options).begin(&plan, &[0]).unwrap_err().to_string();
+/// assert!(err.contains("1 to 256 writer threads"), "{err}");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub const MAX_WRITERS: usize = 256;
 
 /// Where and how the Zarr array is written.

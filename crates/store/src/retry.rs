@@ -26,6 +26,13 @@ use object_store::ClientOptions;
 
 /// How long a try under way is given to finish once the store stops
 /// retrying (it failed, was dropped, or the stream was cancelled).
+///
+/// ```
+/// use std::time::Duration;
+/// use retile_store::{S3Options, STOP_GRACE};
+/// assert_eq!(STOP_GRACE, Duration::from_secs(1));
+/// assert!(STOP_GRACE < S3Options::default().retry_timeout); // far less than a retry budget
+/// ```
 pub const STOP_GRACE: Duration = Duration::from_secs(1);
 
 /// How often a request waiting on the network or a backoff looks whether
@@ -87,21 +94,54 @@ impl Default for Flag {
 
 impl Cancel {
     /// A token of its own, not cancelled; its clones share it.
+    ///
+    /// ```
+    /// use retile_store::Cancel;
+    /// let (first, second) = (Cancel::new(), Cancel::new());
+    /// first.cancel();
+    /// assert!(first.is_cancelled() && !second.is_cancelled()); // each its own
+    /// ```
     pub fn new() -> Cancel {
         Cancel::default()
     }
 
     /// A token cancelled once `flag` is set (by a signal handler, say).
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    /// use retile_store::Cancel;
+    /// static STOP: AtomicBool = AtomicBool::new(false);
+    /// let token = Cancel::watching(&STOP);
+    /// assert!(!token.is_cancelled());
+    /// STOP.store(true, Ordering::Relaxed); // e.g. in a SIGINT handler
+    /// assert!(token.is_cancelled());
+    /// ```
     pub fn watching(flag: &'static AtomicBool) -> Cancel {
         Cancel(Flag::Watching(flag))
     }
 
     /// Cancels the retries of every store holding this token.
+    ///
+    /// ```
+    /// use retile_store::{Cancel, S3Options};
+    /// let token = Cancel::new();
+    /// let s3 = S3Options { cancel: token.clone(), ..Default::default() };
+    /// token.cancel(); // e.g. when the user interrupts the recording
+    /// assert!(s3.cancel.is_cancelled());
+    /// ```
     pub fn cancel(&self) {
         self.flag().store(true, Ordering::Relaxed);
     }
 
     /// Whether [`Cancel::cancel`] was called (or the watched flag set).
+    ///
+    /// ```
+    /// use retile_store::Cancel;
+    /// let token = Cancel::default();
+    /// assert!(!token.is_cancelled());
+    /// token.clone().cancel();
+    /// assert!(token.is_cancelled());
+    /// ```
     pub fn is_cancelled(&self) -> bool {
         self.flag().load(Ordering::Relaxed)
     }

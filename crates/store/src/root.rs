@@ -37,6 +37,19 @@ impl StoreRoot {
     /// directory or `s3://BUCKET/PREFIX`): new, or emptied where
     /// `options.overwrite` allows (a Zarr store and retile's leftovers
     /// only); refused while another stream writes there.
+    ///
+    /// ```
+    /// use retile_store::{StoreRoot, ZarrOptions};
+    /// let dir = tempfile::tempdir()?;
+    /// std::fs::write(dir.path().join("notes.txt"), "not a Zarr store")?;
+    /// let options = ZarrOptions { path: dir.path().to_owned(), overwrite: true, ..Default::default() };
+    /// let refused = StoreRoot::open(&options).unwrap_err().to_string();
+    /// assert!(refused.contains("is not a Zarr store alone"), "{refused}");
+    /// assert!(dir.path().join("notes.txt").is_file()); // nothing deleted
+    /// let root = StoreRoot::open(&ZarrOptions { path: dir.path().join("run.zarr"), ..Default::default() })?;
+    /// assert!(root.path().is_dir()); // made new
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn open(options: &ZarrOptions) -> Result<StoreRoot, StreamError> {
         Ok(StoreRoot {
             dest: Dest::prepare(&options.path, options)?,
@@ -44,6 +57,14 @@ impl StoreRoot {
     }
 
     /// Where the store is.
+    ///
+    /// ```
+    /// use retile_store::{StoreRoot, ZarrOptions};
+    /// let dir = tempfile::tempdir()?;
+    /// let root = StoreRoot::open(&ZarrOptions { path: dir.path().join("run.zarr"), ..Default::default() })?;
+    /// assert_eq!(root.path(), dir.path().join("run.zarr"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn path(&self) -> &Path {
         self.dest.name()
     }
@@ -83,6 +104,18 @@ impl StoreRoot {
     /// Removes what a start that failed made (every file of the store; its
     /// directory, if the start made it, once the last clone is dropped), so
     /// that the same start can be tried again.
+    ///
+    /// ```
+    /// use retile_store::{StoreRoot, ZarrOptions};
+    /// let dir = tempfile::tempdir()?;
+    /// let store = dir.path().join("run.zarr");
+    /// let root = StoreRoot::open(&ZarrOptions { path: store.clone(), ..Default::default() })?;
+    /// assert!(store.is_dir());
+    /// root.abandon(); // the stream could not start
+    /// drop(root);
+    /// assert!(!store.exists()); // the start made the directory: it is gone
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn abandon(&self) {
         self.dest.abandon();
     }

@@ -14,16 +14,57 @@ use retile_plan::StreamError;
 /// Attribute keys retile writes itself, which user attributes may not use:
 /// `ome` holds an OME-Zarr image's metadata; `retile` is kept for retile's
 /// own records.
+///
+/// ```
+/// use retile_store::{UserMetadata, RESERVED_ATTRIBUTES};
+/// for key in RESERVED_ATTRIBUTES {
+///     let err = UserMetadata::new(serde_json::json!({ key: 1 })).unwrap_err().to_string();
+///     assert!(err.contains("is retile's own"), "{err}");
+/// }
+/// ```
 pub const RESERVED_ATTRIBUTES: [&str; 2] = ["ome", "retile"];
 
 /// The key, inside the array (or the OME-Zarr image) it describes, of the
 /// array of per-plane records: 1-D, one UTF-8 string per plane (Zarr v3
 /// `string`, codec `vlen-utf8`), the JSON text of the object given with the
 /// plane, or `""` for a plane given none.
+///
+/// ```
+/// use retile_plan::{DType, Epoch, Sink, StreamPlan, StreamSpec};
+/// use retile_store::{UserMetadata, ZarrOptions, ZarrSink, FRAME_METADATA};
+/// let dir = tempfile::tempdir()?;
+/// let user = UserMetadata::new(serde_json::json!({}))?;
+/// user.record(0, 2, &serde_json::json!({"exposure_ms": 5}))?;
+/// let plan = StreamPlan::new(&StreamSpec::new(DType::U8, vec![0, 4], vec![2, 4])?)?;
+/// let mut sink = ZarrSink::new(ZarrOptions { path: dir.path().to_owned(), user: Some(user), ..Default::default() });
+/// sink.begin(&plan, &[0])?;
+/// sink.write_epoch(&Epoch { index: 0, planes: 2, tiles: &[1; 8], plan: &plan })?;
+/// sink.finish(2)?;
+/// assert!(dir.path().join(FRAME_METADATA).join("zarr.json").is_file());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub const FRAME_METADATA: &str = "frame_metadata";
 
 /// Records per chunk of the [`FRAME_METADATA`] array: a claim rewrites at
 /// most the one chunk it ends in, besides the chunks it completes.
+///
+/// ```
+/// use retile_plan::{DType, Epoch, Sink, StreamPlan, StreamSpec};
+/// use retile_store::{UserMetadata, ZarrOptions, ZarrSink, FRAME_CHUNK};
+/// let dir = tempfile::tempdir()?;
+/// let user = UserMetadata::new(serde_json::json!({}))?;
+/// user.record(0, 2, &serde_json::json!({"exposure_ms": 5}))?;
+/// # let plan = StreamPlan::new(&StreamSpec::new(DType::U8, vec![0, 4], vec![2, 4])?)?;
+/// # let mut sink = ZarrSink::new(ZarrOptions { path: dir.path().to_owned(), user: Some(user), ..Default::default() });
+/// # sink.begin(&plan, &[0])?;
+/// # sink.write_epoch(&Epoch { index: 0, planes: 2, tiles: &[1; 8], plan: &plan })?;
+/// # sink.finish(2)?;
+/// // ... two planes streamed with `user` ...
+/// let records = std::fs::read(dir.path().join("frame_metadata/zarr.json"))?;
+/// let records: serde_json::Value = serde_json::from_slice(&records)?;
+/// assert_eq!(records["chunk_grid"]["configuration"]["chunk_shape"][0], FRAME_CHUNK);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub const FRAME_CHUNK: u64 = 1024;
 
 /// The user's metadata of one array (or image), shared by the stream's
@@ -103,6 +144,15 @@ impl UserMetadata {
     /// Metadata whose attributes are `attributes` (a JSON object; `{}` for
     /// none), refused if it is not an object or uses a key of
     /// [`RESERVED_ATTRIBUTES`].
+    ///
+    /// ```
+    /// use retile_store::UserMetadata;
+    /// use serde_json::json;
+    /// assert!(UserMetadata::new(json!({}))?.attributes().is_empty());
+    /// let err = UserMetadata::new(json!(["mouse 7"])).unwrap_err().to_string();
+    /// assert!(err.contains("must be a JSON object"), "{err}");
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn new(attributes: Value) -> Result<UserMetadata, StreamError> {
         let attributes = checked_attributes(attributes)?;
         Ok(UserMetadata {
@@ -121,6 +171,18 @@ impl UserMetadata {
     /// Updates the attributes with `attributes`' keys (the others are
     /// kept, as Python's `dict.update`); written with the next claim.
     /// Refused, changing nothing, as [`UserMetadata::new`] refuses.
+    ///
+    /// ```
+    /// use retile_store::UserMetadata;
+    /// use serde_json::json;
+    /// let user = UserMetadata::new(json!({"sample": "m7", "run": 1}))?;
+    /// user.set_attributes(json!({"run": 2}))?;
+    /// assert_eq!(user.attributes()["run"], 2);
+    /// assert_eq!(user.attributes()["sample"], "m7"); // kept
+    /// assert!(user.set_attributes(json!({"retile": {}, "run": 3})).is_err());
+    /// assert_eq!(user.attributes()["run"], 2); // refused: nothing changed
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn set_attributes(&self, attributes: Value) -> Result<(), StreamError> {
         let update = checked_attributes(attributes)?;
         let mut state = self.lock();
@@ -130,6 +192,16 @@ impl UserMetadata {
     }
 
     /// The attributes as they are now (written or not).
+    ///
+    /// ```
+    /// use retile_store::UserMetadata;
+    /// use serde_json::json;
+    /// let user = UserMetadata::new(json!({"sample": "m7"}))?;
+    /// user.clone().set_attributes(json!({"stage": "B"}))?; // clones share it
+    /// let keys: Vec<String> = user.attributes().keys().cloned().collect();
+    /// assert_eq!(keys, ["sample", "stage"]);
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn attributes(&self) -> Map<String, Value> {
         self.lock().attributes.clone()
     }
@@ -164,6 +236,17 @@ impl UserMetadata {
     /// Records `metadata` (a JSON object) for the `planes` planes from
     /// plane `first` on; written with the claim that claims them. A plane
     /// recorded twice keeps the last record.
+    ///
+    /// ```
+    /// use retile_store::UserMetadata;
+    /// use serde_json::json;
+    /// let user = UserMetadata::new(json!({}))?;
+    /// user.record(0, 10, &json!({"exposure_ms": 5}))?; // planes 0 to 9
+    /// user.record(3, 1, &json!({"exposure_ms": 8}))?; // plane 3 recorded again
+    /// let err = user.record(10, 1, &json!(5)).unwrap_err().to_string();
+    /// assert!(err.contains("must be a JSON object"), "{err}");
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn record(&self, first: u64, planes: u64, metadata: &Value) -> Result<(), StreamError> {
         if !metadata.is_object() {
             return Err(StreamError::Invalid(format!(

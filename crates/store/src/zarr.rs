@@ -33,6 +33,23 @@ use crate::writer::{writer_pool, EpochWriter, WriterSetup};
 /// Writes epochs as Zarr v3 chunks or shards; the array's shape grows as
 /// rows of files are completed, so the metadata never claims data that is
 /// not on disk, and it is replaced atomically each time.
+///
+/// ```
+/// use retile_plan::{DType, Epoch, Sink, StreamPlan, StreamSpec};
+/// use retile_store::{ZarrOptions, ZarrSink};
+/// let dir = tempfile::tempdir()?;
+/// // u16 planes of 8 in tiles of 2 x 4, both tiles of a row in one shard
+/// let plan = StreamPlan::new(&StreamSpec::new(DType::U16, vec![0, 8], vec![2, 4])?)?;
+/// let mut sink = ZarrSink::new(ZarrOptions { path: dir.path().to_owned(), shard: Some(vec![1, 2]), ..Default::default() });
+/// sink.begin(&plan, &[0, 0])?;
+/// let tiles = vec![1u8; plan.epoch_buffer_bytes() as usize];
+/// sink.write_epoch(&Epoch { index: 0, planes: 2, tiles: &tiles, plan: &plan })?;
+/// sink.finish(2)?;
+/// assert_eq!(sink.stats().files, 1);
+/// let metadata: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.path().join("zarr.json"))?)?;
+/// assert_eq!(metadata["shape"], serde_json::json!([2, 8]));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct ZarrSink {
     options: ZarrOptions,
     store: Option<Store>,
