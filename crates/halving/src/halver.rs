@@ -73,6 +73,18 @@ impl Halver {
     /// Halving planes of `parent` (a level's stream) along `halve` (one
     /// flag per dimension of `parent`). A stream of one dimension has
     /// planes of one element: halving it reduces pairs of elements.
+    ///
+    /// ```
+    /// use retile_halving::{Halver, Method};
+    /// use retile_plan::{DType, StreamSpec};
+    /// let parent = StreamSpec::new(DType::U8, vec![0], vec![4])?;
+    /// let mut halver = Halver::new(Method::Min, &parent, &[true])?;
+    /// let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+    /// let mut children = Vec::new();
+    /// halver.push(&[4, 3, 9, 8], &pool, &mut |c| Ok(children.extend_from_slice(c)))?;
+    /// assert_eq!(children, [3, 8]); // the min of each pair
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn new(method: Method, parent: &StreamSpec, halve: &[bool]) -> Result<Halver, StreamError> {
         let (plane, halves) = plane_of(parent, halve)?;
         let halving = Halving::new(&plane, &halves);
@@ -131,6 +143,17 @@ impl Halver {
 
     /// Bytes the halver holds: the first plane of a pair, a unit cut by a
     /// piece's end and one batch of child planes.
+    ///
+    /// ```
+    /// use retile_halving::{Halver, Method};
+    /// use retile_plan::{DType, StreamSpec};
+    /// let parent = StreamSpec::new(DType::U8, vec![0, 2, 4], vec![1, 2, 4])?;
+    /// let pairs = Halver::new(Method::Mean, &parent, &[true, true, true])?;
+    /// let single = Halver::new(Method::Mean, &parent, &[false, true, true])?;
+    /// // halving the first dimension holds the first plane (8 bytes) of a pair
+    /// assert_eq!(pairs.held_bytes(), single.held_bytes() + 8);
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn held_bytes(&self) -> u64 {
         held(
             self.per_group,
@@ -175,6 +198,19 @@ impl Halver {
 
     /// Takes parent bytes (any split) and hands every complete child plane
     /// to `emit`, in batches.
+    ///
+    /// ```
+    /// use retile_halving::{Halver, Method};
+    /// use retile_plan::{DType, StreamSpec};
+    /// let parent = StreamSpec::new(DType::U8, vec![0, 2, 2], vec![1, 2, 2])?;
+    /// let mut halver = Halver::new(Method::Mean, &parent, &[true, true, true])?;
+    /// let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+    /// let mut children = Vec::new();
+    /// // two planes make one child plane of one element: the mean of all 8
+    /// halver.push(&[0, 2, 4, 6, 8, 10, 12, 14], &pool, &mut |c| Ok(children.extend_from_slice(c)))?;
+    /// assert_eq!(children, [7]);
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn push(
         &mut self,
         mut data: &[u8],
@@ -280,6 +316,20 @@ impl Halver {
     /// At the end of the stream: a single parent plane left over (an odd
     /// count, when the first dimension is halved) becomes the last child
     /// plane; bytes of an incomplete plane are dropped, as the stream drops them.
+    ///
+    /// ```
+    /// use retile_halving::{Halver, Method};
+    /// use retile_plan::{DType, StreamSpec};
+    /// let parent = StreamSpec::new(DType::U8, vec![0, 2], vec![1, 2])?;
+    /// let mut halver = Halver::new(Method::Max, &parent, &[true, true])?;
+    /// let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+    /// let mut children = Vec::new();
+    /// halver.push(&[1, 2, 3, 4, 5, 6], &pool, &mut |c| Ok(children.extend_from_slice(c)))?;
+    /// assert_eq!(children, [4]); // the third plane waits for its pair
+    /// halver.flush(&pool, &mut |c| Ok(children.extend_from_slice(c)))?;
+    /// assert_eq!(children, [4, 6]); // a lone plane becomes the last child
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn flush(
         &mut self,
         pool: &rayon::ThreadPool,

@@ -61,6 +61,16 @@ pub struct AcquisitionSettings {
 
 impl AcquisitionSettings {
     /// The backend named (`cpu` unless given).
+    ///
+    /// ```
+    /// use retile_ngff::AcquisitionSettings;
+    /// use retile_pyramid::Backend;
+    /// let mut settings: AcquisitionSettings = serde_json::from_str(r#"{"output": "a.zarr", "threads": 4}"#)?;
+    /// assert_eq!(settings.backend()?, Backend::Cpu { threads: 4 });
+    /// settings.backend = Some("tpu".into());
+    /// assert!(settings.backend().unwrap_err().to_string().contains("unknown backend 'tpu'"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn backend(&self) -> Result<Backend, StreamError> {
         backend_named(
             self.backend.as_deref().unwrap_or("cpu"),
@@ -70,6 +80,15 @@ impl AcquisitionSettings {
 
     /// The keys of the arrays described, in order: the arrays' or the
     /// plate's fields' (`A/1/0`, ...).
+    ///
+    /// ```
+    /// use retile_ngff::AcquisitionSettings;
+    /// let settings: AcquisitionSettings = serde_json::from_str(r#"{"output": "plate.zarr",
+    ///     "plate": {"rows": ["A", "B"], "columns": ["1"], "fields": 2, "wells": ["B/1", "A/1"]},
+    ///     "image": {"shape": [0, 8, 8], "tile": [1, 8, 8], "dtype": "u8"}}"#)?;
+    /// assert_eq!(settings.keys()?, ["A/1/0", "A/1/1", "B/1/0", "B/1/1"]); // in order
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn keys(&self) -> Result<Vec<String>, StreamError> {
         match (&self.arrays, &self.plate) {
             (Some(arrays), None) => Ok(arrays.keys().cloned().collect()),
@@ -102,6 +121,24 @@ impl AcquisitionSettings {
 
     /// Opens the acquisition: `store` gives the S3 settings and the like
     /// (its path and `overwrite` are these settings').
+    ///
+    /// ```
+    /// use retile_ngff::AcquisitionSettings;
+    /// # use retile_store::ZarrOptions;
+    /// # let dir = std::env::temp_dir().join(format!("retile-settings-open-doc-{}", std::process::id()));
+    /// let settings: AcquisitionSettings = serde_json::from_value(serde_json::json!({
+    ///     "output": dir, "overwrite": true,
+    ///     "plate": {"rows": ["A"], "columns": ["1", "2"], "fields": 1},
+    ///     "image": {"shape": [0, 4, 4], "tile": [1, 4, 4], "dtype": "u8"}}))?;
+    /// let mut acq = settings.open(ZarrOptions::default())?;
+    /// acq.append(Some("A/2/0"), &[5; 16])?;
+    /// acq.finish()?;
+    /// let root: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("zarr.json"))?)?;
+    /// assert_eq!(root["attributes"]["ome"]["plate"]["wells"][1]["path"], "A/2");
+    /// assert!(dir.join("A/2/0/0/zarr.json").is_file()); // the field's image, level 0
+    /// # std::fs::remove_dir_all(&dir).ok();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn open(&self, store: ZarrOptions) -> Result<Acquisition, StreamError> {
         let (arrays, layout, store) = self.resolved(store)?;
         let backend = self.backend()?;
@@ -463,6 +500,22 @@ impl Acquisition {
     /// acquisition takes whole planes (frames), and a frame of the wrong
     /// size is refused before anything of it is taken. Returns the bytes
     /// taken (fewer only past the end of a bounded shape).
+    ///
+    /// ```
+    /// use retile_ngff::AcquisitionSettings;
+    /// use retile_store::ZarrOptions;
+    /// let dir = std::env::temp_dir().join(format!("retile-acq-append-doc-{}", std::process::id()));
+    /// let settings: AcquisitionSettings = serde_json::from_value(serde_json::json!({"output": dir, "overwrite": true,
+    ///     "arrays": {"cam0": {"shape": [0, 2, 4], "tile": [1, 2, 4], "dtype": "u8"}}}))?;
+    /// let mut acq = settings.open(ZarrOptions::default())?;
+    /// assert_eq!(acq.append(Some("cam0"), &[1; 16])?, 16); // two frames
+    /// let err = acq.append(Some("cam0"), &[1; 5]).unwrap_err();
+    /// assert!(err.to_string().contains("whole planes of 8 bytes (2 x 4 u8 elements)"), "{err}");
+    /// assert!(acq.append(Some("cam9"), &[1; 8]).is_err()); // no such key
+    /// # acq.finish()?;
+    /// # std::fs::remove_dir_all(&dir).ok();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn append(&mut self, key: Option<&str>, data: &[u8]) -> Result<usize, StreamError> {
         let at = self.position(key)?;
         let single = self.single;
@@ -487,6 +540,19 @@ impl Acquisition {
     /// Finishes every array (each writes what it took and closes), even
     /// when one fails; returns each array's summary by key, in key order,
     /// or the first failure, naming its array.
+    ///
+    /// ```
+    /// use retile_ngff::{Acquisition, ArrayOptions};
+    /// use retile_pyramid::Backend;
+    /// let options = ArrayOptions { shape: vec![0, 4], tile: vec![1, 4], dtype: "u8".into(), ..Default::default() };
+    /// let backend = Backend::Cpu { threads: 1 };
+    /// let mut one = Acquisition::single(options.resolve(None, backend)?, backend)?;
+    /// one.append(None, &[1; 8])?;
+    /// let summaries = one.finish()?;
+    /// assert_eq!((summaries[0].0.as_str(), summaries[0].1.planes), ("", 2));
+    /// assert!(one.finish().is_err()); // finished already
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn finish(&mut self) -> Result<Vec<(String, Summary)>, StreamError> {
         let mut summaries = Vec::with_capacity(self.arrays.len());
         let mut failed = None;
@@ -504,6 +570,17 @@ impl Acquisition {
     }
 
     /// The element type of the array `key` names.
+    ///
+    /// ```
+    /// use retile_ngff::{Acquisition, ArrayOptions};
+    /// use retile_plan::DType;
+    /// use retile_pyramid::Backend;
+    /// let options = ArrayOptions { shape: vec![0, 4], tile: vec![1, 4], dtype: "float32".into(), ..Default::default() };
+    /// let backend = Backend::Cpu { threads: 1 };
+    /// let one = Acquisition::single(options.resolve(None, backend)?, backend)?;
+    /// assert_eq!(one.dtype(None)?, DType::F32);
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn dtype(&self, key: Option<&str>) -> Result<DType, StreamError> {
         Ok(self.arrays[self.position(key)?]
             .stream
@@ -514,17 +591,52 @@ impl Acquisition {
 
     /// The bytes of one plane of the array `key` names: its frames are
     /// whole multiples of it.
+    ///
+    /// ```
+    /// use retile_ngff::{Acquisition, ArrayOptions};
+    /// use retile_pyramid::Backend;
+    /// let options = ArrayOptions { shape: vec![0, 3, 4], tile: vec![1, 3, 4], dtype: "u16".into(), ..Default::default() };
+    /// let backend = Backend::Cpu { threads: 1 };
+    /// let one = Acquisition::single(options.resolve(None, backend)?, backend)?;
+    /// assert_eq!(one.plane_bytes(None)?, 24); // 3 x 4 elements of 2 bytes
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn plane_bytes(&self, key: Option<&str>) -> Result<u64, StreamError> {
         Ok(self.arrays[self.position(key)?].plane_bytes)
     }
 
     /// The stream of the array `key` names.
+    ///
+    /// ```
+    /// use retile_ngff::{Acquisition, ArrayOptions};
+    /// use retile_pyramid::Backend;
+    /// let options = ArrayOptions { shape: vec![0, 4], tile: vec![1, 4], dtype: "u8".into(), ..Default::default() };
+    /// let backend = Backend::Cpu { threads: 1 };
+    /// let one = Acquisition::single(options.resolve(None, backend)?, backend)?;
+    /// assert_eq!(one.stream(None)?.plan().spec().tile(), &[1, 4]);
+    /// assert!(one.stream(Some("cam0")).is_err()); // a plain stream has no keys
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn stream(&self, key: Option<&str>) -> Result<&MultiscaleStream, StreamError> {
         Ok(&self.arrays[self.position(key)?].stream)
     }
 
     /// Adds `planes` planes of the fill value to the array `key` names
     /// (frames its camera dropped), as [`MultiscaleStream::skip`].
+    ///
+    /// ```
+    /// use retile_ngff::{Acquisition, ArrayOptions};
+    /// use retile_pyramid::Backend;
+    /// let options = ArrayOptions { shape: vec![0, 4], tile: vec![1, 4], dtype: "u8".into(), ..Default::default() };
+    /// let backend = Backend::Cpu { threads: 1 };
+    /// let mut one = Acquisition::single(options.resolve(None, backend)?, backend)?;
+    /// one.append(None, &[1; 4])?;
+    /// one.skip(None, 3)?; // three frames dropped
+    /// one.append(None, &[1; 4])?;
+    /// let summary = &one.finish()?[0].1;
+    /// assert_eq!((summary.planes, summary.skipped_planes), (5, 3));
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn skip(&mut self, key: Option<&str>, planes: u64) -> Result<(), StreamError> {
         self.skip_while(key, planes, || true).map(|_| ())
     }
@@ -554,11 +666,42 @@ impl Acquisition {
 
     /// The user attributes and per-plane records of the array `key` names
     /// (`None`: it is only measured, without a store).
+    ///
+    /// ```
+    /// use retile_ngff::{Acquisition, ArrayOptions};
+    /// use retile_pyramid::Backend;
+    /// use retile_store::ZarrOptions;
+    /// let options = ArrayOptions { shape: vec![0, 4], tile: vec![1, 4], dtype: "u8".into(), ..Default::default() };
+    /// let backend = Backend::Cpu { threads: 1 };
+    /// let measured = Acquisition::single(options.resolve(None, backend)?, backend)?;
+    /// assert!(measured.user(None)?.is_none());
+    /// let dir = std::env::temp_dir().join(format!("retile-acq-user-doc-{}", std::process::id()));
+    /// let store = ZarrOptions { path: dir.clone(), overwrite: true, ..Default::default() };
+    /// let mut stored = Acquisition::single(options.resolve(Some(store), backend)?, backend)?;
+    /// assert!(stored.user(None)?.is_some());
+    /// # stored.finish()?;
+    /// # std::fs::remove_dir_all(&dir).ok();
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn user(&self, key: Option<&str>) -> Result<Option<&UserMetadata>, StreamError> {
         Ok(self.arrays[self.position(key)?].user.as_ref())
     }
 
     /// Every array's key, in order (`""` for a plain stream's one array).
+    ///
+    /// ```
+    /// use retile_ngff::AcquisitionSettings;
+    /// use retile_store::ZarrOptions;
+    /// let dir = std::env::temp_dir().join(format!("retile-acq-keys-doc-{}", std::process::id()));
+    /// let settings: AcquisitionSettings = serde_json::from_value(serde_json::json!({"output": dir, "overwrite": true,
+    ///     "arrays": {"cam1": {"shape": [0, 4], "tile": [1, 4], "dtype": "u8"},
+    ///                "cam0": {"shape": [0, 4], "tile": [1, 4], "dtype": "u8"}}}))?;
+    /// let mut acq = settings.open(ZarrOptions::default())?;
+    /// assert_eq!(acq.keys().collect::<Vec<_>>(), ["cam0", "cam1"]);
+    /// # acq.finish()?;
+    /// # std::fs::remove_dir_all(&dir).ok();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn keys(&self) -> impl Iterator<Item = &str> {
         self.arrays.iter().map(|a| a.key.as_str())
     }
@@ -583,21 +726,76 @@ impl Acquisition {
     /// The array's plane that the stream of the array `key` names took
     /// first (0 but for a stream appending to a store, whose first planes
     /// are the claimed ones of the row it goes on from, taken again).
+    ///
+    /// ```
+    /// use retile_ngff::{Acquisition, ArrayOptions, Continuation};
+    /// use retile_pyramid::Backend;
+    /// # use retile_store::ZarrOptions;
+    /// # let dir = std::env::temp_dir().join(format!("retile-first-plane-doc-{}", std::process::id()));
+    /// # let store = ZarrOptions { path: dir.clone(), overwrite: true, ..Default::default() };
+    /// let options = ArrayOptions { shape: vec![0, 4], tile: vec![2, 4], dtype: "u8".into(), ..Default::default() };
+    /// let backend = Backend::Cpu { threads: 1 };
+    /// let mut first = Acquisition::single(options.resolve(Some(store), backend)?, backend)?;
+    /// assert_eq!(first.first_plane(None)?, 0); // a new store
+    /// first.append(None, &[1; 12])?; // 3 planes: the last row of tiles holds one
+    /// first.finish()?;
+    /// let next = Continuation::open(&dir, &ArrayOptions::default(), ZarrOptions::default(), backend)?;
+    /// let mut more = Acquisition::appending(&next, backend)?;
+    /// assert_eq!(more.first_plane(None)?, 2); // plane 2 is taken again
+    /// # more.finish()?;
+    /// # std::fs::remove_dir_all(&dir).ok();
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn first_plane(&self, key: Option<&str>) -> Result<u64, StreamError> {
         Ok(self.arrays[self.position(key)?].first_plane)
     }
 
     /// Whether this is a plain stream of one unnamed array.
+    ///
+    /// ```
+    /// use retile_ngff::{Acquisition, ArrayOptions};
+    /// use retile_pyramid::Backend;
+    /// let options = ArrayOptions { shape: vec![0, 4], tile: vec![1, 4], dtype: "u8".into(), ..Default::default() };
+    /// let backend = Backend::Cpu { threads: 1 };
+    /// let one = Acquisition::single(options.resolve(None, backend)?, backend)?;
+    /// assert!(one.is_single());
+    /// assert_eq!(one.keys().collect::<Vec<_>>(), [""]);
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn is_single(&self) -> bool {
         self.single
     }
 
     /// The memory budget and what each array's buffers take.
+    ///
+    /// ```
+    /// use retile_ngff::{Acquisition, ArrayOptions};
+    /// use retile_pyramid::Backend;
+    /// let options = ArrayOptions { shape: vec![0, 4], tile: vec![1, 4], dtype: "u8".into(), ..Default::default() };
+    /// let backend = Backend::Cpu { threads: 1 };
+    /// let one = Acquisition::single(options.resolve(None, backend)?, backend)?;
+    /// let budget = one.budget();
+    /// assert_eq!((budget.limit, budget.arrays.len()), (None, 1));
+    /// assert_eq!(budget.total(), one.stream(None)?.plan().memory_bytes());
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn budget(&self) -> &Budget {
         &self.budget
     }
 
     /// Input bytes taken so far, by every array.
+    ///
+    /// ```
+    /// use retile_ngff::{Acquisition, ArrayOptions};
+    /// use retile_pyramid::Backend;
+    /// let options = ArrayOptions { shape: vec![0, 4], tile: vec![1, 4], dtype: "u8".into(), ..Default::default() };
+    /// let backend = Backend::Cpu { threads: 1 };
+    /// let mut one = Acquisition::single(options.resolve(None, backend)?, backend)?;
+    /// one.append(None, &[1; 3])?;
+    /// one.append(None, &[1; 5])?;
+    /// assert_eq!(one.bytes_taken(), 8);
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn bytes_taken(&self) -> u64 {
         self.arrays.iter().map(|a| a.stream.bytes_taken()).sum()
     }

@@ -28,6 +28,16 @@ impl Budget {
     /// Holds the arrays' `needs` (key, bytes), in order, to `limit`: the
     /// first array that finds too little left is refused, naming what it
     /// needs, what is left and what the arrays before it took.
+    ///
+    /// ```
+    /// use retile_ngff::Budget;
+    /// let needs = vec![("a".to_string(), 300), ("b".to_string(), 500)];
+    /// assert_eq!(Budget::split(None, needs.clone())?.arrays, needs); // no limit
+    /// let err = Budget::split(Some(700), needs).unwrap_err().to_string();
+    /// assert!(err.contains("only 400 of"), "{err}");
+    /// assert!(err.contains("the arrays before it take 300"), "{err}");
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn split(limit: Option<u64>, needs: Vec<(String, u64)>) -> Result<Budget, StreamError> {
         let mut taken: u64 = 0;
         for (key, need) in &needs {
@@ -51,6 +61,13 @@ impl Budget {
     }
 
     /// The bytes every array's buffers take together.
+    ///
+    /// ```
+    /// use retile_ngff::Budget;
+    /// let budget = Budget::split(Some(1 << 20), vec![("a".into(), 1000), ("b".into(), 24)])?;
+    /// assert_eq!(budget.total(), 1024);
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn total(&self) -> u64 {
         self.arrays.iter().map(|(_, n)| n).sum()
     }

@@ -15,6 +15,24 @@ use retile_pyramid::PyramidOptions;
 pub(crate) const RECORD_KEY: &str = "retile";
 
 /// The NGFF version written.
+///
+/// ```
+/// use retile_ngff::{open_output, Output, NGFF_VERSION};
+/// use retile_plan::{DType, StreamSpec};
+/// use retile_pyramid::Backend;
+/// # use retile_store::ZarrOptions;
+/// # let dir = std::env::temp_dir().join(format!("retile-ngff-version-{}", std::process::id()));
+/// let zarr = ZarrOptions { path: dir.clone(), overwrite: true, ..Default::default() };
+/// let output = Output { zarr: Some(zarr), ngff: Some(Default::default()), ..Default::default() };
+/// let spec = StreamSpec::new(DType::U8, vec![0, 4, 4], vec![1, 4, 4])?;
+/// open_output(spec, &[0], Backend::Cpu { threads: 1 }, &output)?.finish()?;
+/// let text = std::fs::read_to_string(dir.join("zarr.json")).unwrap();
+/// let group: serde_json::Value = serde_json::from_str(&text).unwrap();
+/// assert_eq!(NGFF_VERSION, "0.5");
+/// assert_eq!(group["attributes"]["ome"]["version"], NGFF_VERSION);
+/// # std::fs::remove_dir_all(&dir).ok();
+/// # Ok::<(), retile_plan::StreamError>(())
+/// ```
 pub const NGFF_VERSION: &str = "0.5";
 
 /// Units NGFF names for space axes.
@@ -92,6 +110,15 @@ pub struct Axis {
 
 impl Axis {
     /// An axis named `name` of type `kind`, in `unit`.
+    ///
+    /// ```
+    /// use retile_ngff::{Axis, NgffOptions};
+    /// let z = Axis::new("z", "space", Some("micrometer"));
+    /// assert_eq!((z.name.as_str(), z.unit.as_deref()), ("z", Some("micrometer")));
+    /// // a unit NGFF does not name is refused when the axes are checked
+    /// let axes = vec![Axis::new("y", "space", Some("furlong")), Axis::new("x", "space", None)];
+    /// assert!(NgffOptions { axes: Some(axes), scale: None }.check(2).is_err());
+    /// ```
     pub fn new(name: &str, kind: &str, unit: Option<&str>) -> Axis {
         Axis {
             name: name.into(),
@@ -158,6 +185,17 @@ impl NgffOptions {
     /// The axes for an image of `rank` dimensions, checked against NGFF's
     /// rules: 2 to 5 axes with distinct names, 2 or 3 of type `space`
     /// (last), at most one `time` (first) and one `channel`, NGFF's units.
+    ///
+    /// ```
+    /// use retile_ngff::NgffOptions;
+    /// // no axes given: the default ones, each of scale 1
+    /// let (axes, scale) = NgffOptions::default().check(4)?;
+    /// assert_eq!(axes.iter().map(|a| a.name.as_str()).collect::<Vec<_>>(), ["t", "z", "y", "x"]);
+    /// assert_eq!(scale, [1.0; 4]);
+    /// let bad = NgffOptions { axes: None, scale: Some(vec![1.0, -2.0]) };
+    /// assert!(bad.check(2).unwrap_err().to_string().contains("positive number"));
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn check(&self, rank: usize) -> Result<(Vec<Axis>, Vec<f64>), StreamError> {
         let axes = match &self.axes {
             Some(axes) => axes.clone(),

@@ -205,6 +205,24 @@ pub struct Output {
 }
 
 /// Opens the stream `output` describes.
+///
+/// ```
+/// use retile_ngff::{open_output, Output};
+/// use retile_plan::{DType, StreamSpec};
+/// use retile_pyramid::Backend;
+/// # use retile_store::ZarrOptions;
+/// # let dir = std::env::temp_dir().join(format!("retile-ngff-open-output-{}", std::process::id()));
+/// let zarr = ZarrOptions { path: dir.clone(), overwrite: true, ..Default::default() };
+/// let spec = StreamSpec::new(DType::U8, vec![2, 4], vec![1, 4])?;
+/// let mut stream = open_output(spec.clone(), &[0], Backend::Cpu { threads: 1 }, &Output { zarr: Some(zarr), ..Default::default() })?;
+/// stream.append(&[5; 8])?;
+/// assert_eq!(stream.finish()?.tiles, 2);
+/// assert!(dir.join("zarr.json").is_file()); // a plain array
+/// let no_store = Output { ngff: Some(Default::default()), ..Default::default() };
+/// assert!(open_output(spec, &[0], Backend::Cpu { threads: 1 }, &no_store).is_err()); // no store
+/// # std::fs::remove_dir_all(&dir).ok();
+/// # Ok::<(), retile_plan::StreamError>(())
+/// ```
 pub fn open_output(
     spec: StreamSpec,
     fill: &[u8],

@@ -86,6 +86,18 @@ pub struct ArrayOptions {
 }
 
 /// An array's description checked and resolved: what opens its stream.
+///
+/// ```
+/// use retile_ngff::ArrayOptions;
+/// use retile_pyramid::Backend;
+/// let options = ArrayOptions { shape: vec![0, 8, 8], tile: vec![1, 4, 4], dtype: "uint16".into(),
+///     fill: Some(serde_json::json!(3)), pyramid: Some("max".into()), ..Default::default() };
+/// let array = options.resolve(None, Backend::Cpu { threads: 1 })?;
+/// assert_eq!(array.spec.shape(), &[0, 8, 8]);
+/// assert_eq!(array.fill, 3u16.to_ne_bytes());
+/// assert!(array.output.zarr.is_none() && array.output.pyramid.is_some());
+/// # Ok::<(), retile_plan::StreamError>(())
+/// ```
 #[derive(Debug, Clone)]
 pub struct ResolvedArray {
     /// The stream's shape, tile, type and epoch buffers.
@@ -99,6 +111,13 @@ pub struct ResolvedArray {
 impl ArrayOptions {
     /// The options given that need a store (`codec`, `shard`, ...): an error
     /// to give without one.
+    ///
+    /// ```
+    /// use retile_ngff::ArrayOptions;
+    /// let options = ArrayOptions { shard: Some(vec![1, 2]), codec: Some("none".into()), buffered_io: true, ..Default::default() };
+    /// // `codec: none` asks for nothing a store would do
+    /// assert_eq!(options.store_options_given(), ["shard", "buffered_io"]);
+    /// ```
     pub fn store_options_given(&self) -> Vec<&'static str> {
         let codec = !matches!(self.codec.as_deref(), None | Some("none"));
         let sync = !matches!(self.sync.as_deref(), None | Some("end"));
@@ -125,6 +144,14 @@ impl ArrayOptions {
     /// The options given that describe an array, each array's own in an
     /// acquisition: those of [`ArrayOptions::store_options_given`], the
     /// shape, tile, type, fill and pyramid.
+    ///
+    /// ```
+    /// use retile_ngff::ArrayOptions;
+    /// let options = ArrayOptions { shape: vec![0, 4], tile: vec![1, 4], levels: Some(2),
+    ///     codec: Some("zstd".into()), ..Default::default() };
+    /// assert_eq!(options.array_options_given(), ["shape", "tile", "levels", "codec"]);
+    /// assert!(ArrayOptions::default().array_options_given().is_empty());
+    /// ```
     pub fn array_options_given(&self) -> Vec<&'static str> {
         let mut given: Vec<&'static str> = [
             (!self.shape.is_empty(), "shape"),
@@ -187,6 +214,22 @@ impl ArrayOptions {
     /// Checks the description and resolves it into what opens the stream:
     /// written to `store` (its path, `overwrite` and S3 settings are the
     /// caller's; the rest comes from here), or only measured when `None`.
+    ///
+    /// ```
+    /// use retile_ngff::ArrayOptions;
+    /// use retile_pyramid::Backend;
+    /// use retile_store::ZarrOptions;
+    /// let options = ArrayOptions { shape: vec![0, 8, 8], tile: vec![1, 4, 4], dtype: "u8".into(),
+    ///     pyramid: Some("mean".into()), levels: Some(2),
+    ///     dim_names: Some(["t", "y", "x"].map(String::from).to_vec()), ..Default::default() };
+    /// let store = ZarrOptions { path: "out.zarr".into(), ..Default::default() };
+    /// let array = options.resolve(Some(store), Backend::Cpu { threads: 1 })?;
+    /// // levels make a pyramid, written as an OME-Zarr image with the names as its axes
+    /// let axes = array.output.ngff.unwrap().axes.unwrap();
+    /// assert_eq!(axes.iter().map(|a| a.name.as_str()).collect::<Vec<_>>(), ["t", "y", "x"]);
+    /// assert_eq!(array.output.pyramid.unwrap().levels, Some(2));
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn resolve(
         &self,
         store: Option<ZarrOptions>,

@@ -113,6 +113,17 @@ impl Plate {
     }
 
     /// The keys of every field's image, well by well (`A/1/0`, `A/1/1`, ...).
+    ///
+    /// ```
+    /// use retile_ngff::Plate;
+    /// // no wells named: every row by every column
+    /// let plate = Plate { name: None, rows: vec!["A".into(), "B".into()],
+    ///     columns: vec!["1".into(), "2".into(), "3".into()], fields: 1, wells: None };
+    /// assert_eq!(plate.field_keys()?, ["A/1/0", "A/2/0", "A/3/0", "B/1/0", "B/2/0", "B/3/0"]);
+    /// let odd = Plate { wells: Some(vec!["C/1".into()]), ..plate };
+    /// assert!(odd.field_keys().unwrap_err().to_string().contains("'C/1'"));
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn field_keys(&self) -> Result<Vec<String>, StreamError> {
         Ok(self
             .checked_wells()?
@@ -122,6 +133,17 @@ impl Plate {
     }
 
     /// The root group's attributes: the NGFF `plate` metadata.
+    ///
+    /// ```
+    /// use retile_ngff::Plate;
+    /// let plate = Plate { name: None, rows: vec!["A".into(), "B".into()],
+    ///     columns: vec!["1".into(), "2".into(), "3".into()], fields: 1, wells: None };
+    /// let root = plate.plate_attributes()?;
+    /// assert_eq!(root["ome"]["version"], "0.5");
+    /// assert_eq!(root["ome"]["plate"]["columns"][2]["name"], "3");
+    /// assert_eq!(root["ome"]["plate"]["wells"].as_array().unwrap().len(), 6);
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn plate_attributes(&self) -> Result<Value, StreamError> {
         let wells: Vec<Value> = self
             .checked_wells()?
@@ -147,6 +169,17 @@ impl Plate {
 
     /// Each well's group (`A/1`) and its attributes: the NGFF `well`
     /// metadata naming its fields' images.
+    ///
+    /// ```
+    /// use retile_ngff::Plate;
+    /// let plate = Plate { name: None, rows: vec!["A".into()], columns: vec!["1".into(), "2".into()],
+    ///     fields: 2, wells: Some(vec!["A/2".into()]) };
+    /// let wells = plate.well_attributes()?;
+    /// assert_eq!(wells.len(), 1);
+    /// assert_eq!(wells[0].0, "A/2");
+    /// assert_eq!(wells[0].1["ome"]["well"]["images"][1]["path"], "1");
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn well_attributes(&self) -> Result<Vec<(String, Value)>, StreamError> {
         let images: Vec<Value> = (0..self.fields)
             .map(|f| json!({"path": f.to_string()}))

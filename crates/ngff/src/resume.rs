@@ -134,6 +134,27 @@ impl Continuation {
     /// attributes, which update the store's; `store` says how the store is
     /// reached. Nothing is written here: opening the stream
     /// ([`crate::Acquisition::appending`]) locks the store.
+    ///
+    /// ```
+    /// use retile_ngff::{Acquisition, ArrayOptions, Continuation};
+    /// use retile_pyramid::Backend;
+    /// use retile_store::ZarrOptions;
+    /// let dir = std::env::temp_dir().join(format!("retile-continuation-open-doc-{}", std::process::id()));
+    /// let backend = Backend::Cpu { threads: 1 };
+    /// // a store of 3 planes in rows of 2 (planes 0, 1, 2 hold 1, 2, 3), written first
+    /// # let store = ZarrOptions { path: dir.clone(), overwrite: true, ..Default::default() };
+    /// # let options = ArrayOptions { shape: vec![0, 4], tile: vec![2, 4], dtype: "u8".into(), ..Default::default() };
+    /// # let mut first = Acquisition::single(options.resolve(Some(store), backend)?, backend)?;
+    /// # first.append(None, &[1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3])?;
+    /// # first.finish()?;
+    /// let next = Continuation::open(&dir, &ArrayOptions::default(), ZarrOptions::default(), backend)?;
+    /// assert_eq!(next.array.spec.dtype(), retile_plan::DType::U8); // the store's own options
+    /// let other = ArrayOptions { tile: vec![1, 4], ..Default::default() };
+    /// let err = Continuation::open(&dir, &other, ZarrOptions::default(), backend).unwrap_err();
+    /// assert!(err.to_string().contains("tile"), "{err}");
+    /// # std::fs::remove_dir_all(&dir).ok();
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn open(
         path: &Path,
         given: &ArrayOptions,
@@ -203,6 +224,27 @@ impl Continuation {
     /// leaves the store as it was) and takes the claimed planes of the row
     /// it goes on from again, read back from level 0 ([`Self::replay`]):
     /// the caller's planes go on from plane [`Self::claimed`].
+    ///
+    /// ```
+    /// use retile_ngff::{Acquisition, ArrayOptions, Continuation};
+    /// use retile_pyramid::Backend;
+    /// use retile_store::ZarrOptions;
+    /// let dir = std::env::temp_dir().join(format!("retile-open-stream-doc-{}", std::process::id()));
+    /// let backend = Backend::Cpu { threads: 1 };
+    /// // a store of 3 planes in rows of 2 (planes 0, 1, 2 hold 1, 2, 3), written first
+    /// # let store = ZarrOptions { path: dir.clone(), overwrite: true, ..Default::default() };
+    /// # let options = ArrayOptions { shape: vec![0, 4], tile: vec![2, 4], dtype: "u8".into(), ..Default::default() };
+    /// # let mut first = Acquisition::single(options.resolve(Some(store), backend)?, backend)?;
+    /// # first.append(None, &[1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3])?;
+    /// # first.finish()?;
+    /// let next = Continuation::open(&dir, &ArrayOptions::default(), ZarrOptions::default(), backend)?;
+    /// let mut stream = next.open_stream(backend)?;
+    /// assert_eq!(stream.bytes_taken(), 4); // plane 2, read back and taken again
+    /// stream.append(&[4; 4])?; // the caller's plane 3
+    /// assert_eq!(stream.finish()?.planes, 2);
+    /// # std::fs::remove_dir_all(&dir).ok();
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn open_stream(&self, backend: Backend) -> Result<MultiscaleStream, StreamError> {
         let array = &self.array;
         let mut stream = open_output(array.spec.clone(), &array.fill, backend, &array.output)?;
@@ -213,6 +255,26 @@ impl Continuation {
     /// Reads the claimed planes `first_plane..claimed` of level 0 back, in
     /// pieces of whole planes, and hands each to `take` in the stream's
     /// input order (each plane's elements permuted as its frames arrive).
+    ///
+    /// ```
+    /// use retile_ngff::{Acquisition, ArrayOptions, Continuation};
+    /// use retile_pyramid::Backend;
+    /// use retile_store::ZarrOptions;
+    /// let dir = std::env::temp_dir().join(format!("retile-replay-doc-{}", std::process::id()));
+    /// let backend = Backend::Cpu { threads: 1 };
+    /// // a store of 3 planes in rows of 2 (planes 0, 1, 2 hold 1, 2, 3), written first
+    /// # let store = ZarrOptions { path: dir.clone(), overwrite: true, ..Default::default() };
+    /// # let options = ArrayOptions { shape: vec![0, 4], tile: vec![2, 4], dtype: "u8".into(), ..Default::default() };
+    /// # let mut first = Acquisition::single(options.resolve(Some(store), backend)?, backend)?;
+    /// # first.append(None, &[1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3])?;
+    /// # first.finish()?;
+    /// let next = Continuation::open(&dir, &ArrayOptions::default(), ZarrOptions::default(), backend)?;
+    /// let mut replayed = Vec::new();
+    /// next.replay(|planes| Ok(replayed.extend_from_slice(planes)))?;
+    /// assert_eq!(replayed, [3, 3, 3, 3]); // plane 2, the claimed part of the last row
+    /// # std::fs::remove_dir_all(&dir).ok();
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn replay(
         &self,
         mut take: impl FnMut(&[u8]) -> Result<(), StreamError>,

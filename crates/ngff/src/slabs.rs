@@ -61,6 +61,21 @@ pub struct SlabJob {
 
 impl SlabJob {
     /// The job of writing `array` (a bounded array with a store) in slabs.
+    ///
+    /// ```
+    /// use retile_ngff::{ArrayOptions, SlabJob};
+    /// use retile_pyramid::Backend;
+    /// use retile_store::ZarrOptions;
+    /// let cpu = Backend::Cpu { threads: 1 };
+    /// let store = ZarrOptions { path: std::env::temp_dir().join("retile-new-doc"), ..Default::default() }; // nothing written
+    /// let bounded = ArrayOptions { shape: vec![6, 4], tile: vec![2, 4], dtype: "u8".into(), ..Default::default() };
+    /// assert_eq!(SlabJob::new(bounded.resolve(Some(store.clone()), cpu)?)?.shape(), &[6, 4]);
+    /// let unbounded = ArrayOptions { shape: vec![0, 4], ..bounded.clone() };
+    /// let err = SlabJob::new(unbounded.resolve(Some(store), cpu)?).unwrap_err();
+    /// assert!(err.to_string().contains("known first extent"));
+    /// assert!(SlabJob::new(bounded.resolve(None, cpu)?).is_err()); // no store
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn new(array: crate::options::ResolvedArray) -> Result<SlabJob, StreamError> {
         let crate::options::ResolvedArray { spec, fill, output } = array;
         let Some(zarr) = output.zarr.clone() else {
@@ -105,6 +120,17 @@ impl SlabJob {
     /// tile's first extent times the shard's), times `2^(levels-1)` where
     /// each level halves the first dimension, so that every level's slab
     /// starts a row of its files too.
+    ///
+    /// ```
+    /// use retile_ngff::{ArrayOptions, SlabJob};
+    /// use retile_pyramid::Backend;
+    /// use retile_store::ZarrOptions;
+    /// let options = ArrayOptions { shape: vec![12, 4], tile: vec![2, 4], dtype: "u8".into(), shard: Some(vec![3, 1]), ..Default::default() };
+    /// let store = ZarrOptions { path: std::env::temp_dir().join("retile-slab-planes-doc"), ..Default::default() }; // nothing written
+    /// let job = SlabJob::new(options.resolve(Some(store), Backend::Cpu { threads: 1 })?)?;
+    /// assert_eq!(job.slab_planes(), 6); // a row of shards: 2 x 3 planes
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn slab_planes(&self) -> u64 {
         self.block_units()[0]
     }
@@ -216,21 +242,66 @@ impl SlabJob {
     }
 
     /// The array's element type.
+    ///
+    /// ```
+    /// use retile_ngff::{ArrayOptions, SlabJob};
+    /// use retile_pyramid::Backend;
+    /// use retile_store::ZarrOptions;
+    /// let options = ArrayOptions { shape: vec![6, 10], tile: vec![2, 4], dtype: "uint16".into(), ..Default::default() };
+    /// let store = ZarrOptions { path: std::env::temp_dir().join("retile-dtype-doc"), ..Default::default() }; // nothing written
+    /// let job = SlabJob::new(options.resolve(Some(store), Backend::Cpu { threads: 1 })?)?;
+    /// assert_eq!(job.dtype(), retile_plan::DType::U16);
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn dtype(&self) -> retile_plan::DType {
         self.spec.dtype()
     }
 
     /// The whole array's shape.
+    ///
+    /// ```
+    /// use retile_ngff::{ArrayOptions, SlabJob};
+    /// use retile_pyramid::Backend;
+    /// use retile_store::ZarrOptions;
+    /// let options = ArrayOptions { shape: vec![6, 10], tile: vec![2, 4], dtype: "u8".into(), ..Default::default() };
+    /// let store = ZarrOptions { path: std::env::temp_dir().join("retile-shape-doc"), ..Default::default() }; // nothing written
+    /// let job = SlabJob::new(options.resolve(Some(store), Backend::Cpu { threads: 1 })?)?;
+    /// assert_eq!(job.shape(), &[6, 10]);
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn shape(&self) -> &[u64] {
         self.spec.shape()
     }
 
     /// Each level's shape, level 0 first.
+    ///
+    /// ```
+    /// use retile_ngff::{ArrayOptions, SlabJob};
+    /// use retile_pyramid::Backend;
+    /// use retile_store::ZarrOptions;
+    /// let options = ArrayOptions { shape: vec![6, 64], tile: vec![2, 4], dtype: "u8".into(),
+    ///     pyramid: Some("mean".into()), levels: Some(3), ..Default::default() };
+    /// let store = ZarrOptions { path: std::env::temp_dir().join("retile-level-shapes-doc"), ..Default::default() }; // nothing written
+    /// let job = SlabJob::new(options.resolve(Some(store), Backend::Cpu { threads: 1 })?)?;
+    /// assert_eq!(job.level_shapes(), [vec![6, 64], vec![6, 32], vec![6, 16]]);
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn level_shapes(&self) -> Vec<Vec<u64>> {
         self.levels.iter().map(|s| s.shape().to_vec()).collect()
     }
 
     /// The bytes of one plane of level 0.
+    ///
+    /// ```
+    /// use retile_ngff::{ArrayOptions, SlabJob};
+    /// use retile_pyramid::Backend;
+    /// use retile_store::ZarrOptions;
+    /// let options = ArrayOptions { shape: vec![6, 10], tile: vec![2, 4], dtype: "u16".into(), ..Default::default() };
+    /// let store = ZarrOptions { path: std::env::temp_dir().join("retile-plane-bytes-doc"), ..Default::default() }; // nothing written
+    /// let job = SlabJob::new(options.resolve(Some(store), Backend::Cpu { threads: 1 })?)?;
+    /// assert_eq!(job.plane_bytes(), 20); // 10 elements of 2 bytes
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn plane_bytes(&self) -> u64 {
         let plane: u64 = self.spec.shape()[1..].iter().product();
         plane.saturating_mul(self.spec.dtype().size() as u64)
@@ -238,6 +309,21 @@ impl SlabJob {
 
     /// Bytes of memory a slab's stream holds besides its input: every
     /// level's epoch buffers and what passes between levels.
+    ///
+    /// ```
+    /// use retile_ngff::{ArrayOptions, SlabJob};
+    /// use retile_plan::{DType, StreamSpec};
+    /// use retile_pyramid::{Backend, PyramidOptions};
+    /// use retile_store::ZarrOptions;
+    /// let options = ArrayOptions { shape: vec![6, 64], tile: vec![2, 16], dtype: "u8".into(), ..Default::default() };
+    /// let store = ZarrOptions { path: std::env::temp_dir().join("retile-stream-memory-doc"), ..Default::default() }; // nothing written
+    /// let job = SlabJob::new(options.resolve(Some(store), Backend::Cpu { threads: 1 })?)?;
+    /// let one_level = PyramidOptions { levels: Some(1), ..Default::default() };
+    /// let spec = StreamSpec::new(DType::U8, vec![6, 64], vec![2, 16])?;
+    /// assert_eq!(job.stream_memory()?, one_level.memory_bytes(&spec)?);
+    /// assert!(job.stream_memory()? >= 2 * 16); // an epoch of 4 tiles of 32 bytes at least
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn stream_memory(&self) -> Result<u64, StreamError> {
         self.pyramid
             .memory_bytes(&self.block_spec(self.spec.shape(), self.levels.len())?)
@@ -248,6 +334,22 @@ impl SlabJob {
     /// with a first extent of 0 (and an image's group after them). Nothing
     /// is claimed until [`JobStore::finish`]; dropped unfinished, the store
     /// claims nothing and is unlocked.
+    ///
+    /// ```
+    /// use retile_ngff::{ArrayOptions, SlabJob};
+    /// use retile_pyramid::Backend;
+    /// use retile_store::ZarrOptions;
+    /// let options = ArrayOptions { shape: vec![6, 4], tile: vec![2, 4], dtype: "u8".into(), ..Default::default() };
+    /// let dir = std::env::temp_dir().join(format!("retile-begin-doc-{}", std::process::id()));
+    /// let store = ZarrOptions { path: dir.join("a.zarr"), overwrite: true, ..Default::default() };
+    /// let job = SlabJob::new(options.resolve(Some(store), Backend::Cpu { threads: 1 })?)?;
+    /// let store = job.begin()?;
+    /// let meta: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("a.zarr/zarr.json"))?)?;
+    /// assert_eq!(meta["shape"], serde_json::json!([0, 4])); // made, claiming nothing yet
+    /// # drop(store);
+    /// # std::fs::remove_dir_all(&dir).ok();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn begin(&self) -> Result<JobStore, StreamError> {
         // the caller writes metadata alone: one writer thread per level
         let zarr = ZarrOptions {
@@ -294,6 +396,25 @@ impl SlabJob {
     /// planes, written into the store the caller made ready. Refused
     /// unless the slab starts at a multiple of [`SlabJob::slab_planes`]
     /// and ends at one or at the array's end. Returns the slab's summary.
+    ///
+    /// ```
+    /// use retile_ngff::{ArrayOptions, SlabJob};
+    /// use retile_pyramid::Backend;
+    /// # use retile_store::ZarrOptions;
+    /// let options = ArrayOptions { shape: vec![6, 4], tile: vec![2, 4], dtype: "u8".into(), ..Default::default() };
+    /// # let dir = std::env::temp_dir().join(format!("retile-write-slab-doc-{}", std::process::id()));
+    /// # let store = ZarrOptions { path: dir.join("a.zarr"), overwrite: true, ..Default::default() };
+    /// let job = SlabJob::new(options.resolve(Some(store), Backend::Cpu { threads: 1 })?)?;
+    /// let store = job.begin()?;
+    /// let summary = job.write_slab(2, &[7; 8], Backend::Cpu { threads: 1 })?; // planes 2 and 3
+    /// assert_eq!(summary.planes, 2);
+    /// assert!(dir.join("a.zarr/c/1/0").is_file());
+    /// let err = job.write_slab(1, &[7; 8], Backend::Cpu { threads: 1 }).unwrap_err();
+    /// assert!(err.to_string().contains("multiple of 2 planes"), "{err}");
+    /// # drop(store);
+    /// # std::fs::remove_dir_all(&dir).ok();
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn write_slab(
         &self,
         first_plane: u64,
@@ -413,6 +534,24 @@ impl SlabJob {
     /// many blocks as its array has shards. Refused for a job of one
     /// level. Returns the block's summary (level 0 only). See
     /// [`SlabJob::write_levels`] for an example.
+    ///
+    /// ```
+    /// use retile_ngff::{ArrayOptions, SlabJob};
+    /// use retile_pyramid::Backend;
+    /// use retile_store::ZarrOptions;
+    /// let options = ArrayOptions { shape: vec![2, 8], tile: vec![1, 2], dtype: "u8".into(),
+    ///     pyramid: Some("mean".into()), levels: Some(3), ..Default::default() };
+    /// let dir = std::env::temp_dir().join(format!("retile-write-top-doc-{}", std::process::id()));
+    /// let store = ZarrOptions { path: dir.join("a.zarr"), overwrite: true, ..Default::default() };
+    /// let job = SlabJob::new(options.resolve(Some(store), Backend::Cpu { threads: 1 })?)?;
+    /// let store = job.begin()?;
+    /// let summary = job.write_top(&[0, 4], &[2, 4], &[3; 8], Backend::Cpu { threads: 1 })?;
+    /// assert_eq!((summary.planes, summary.tiles), (2, 4)); // level 0 alone
+    /// assert!(dir.join("a.zarr/0/c/1/3").is_file() && !dir.join("a.zarr/1/c/0/1").exists());
+    /// # drop(store);
+    /// # std::fs::remove_dir_all(&dir).ok();
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn write_top(
         &self,
         origin: &[u64],
@@ -431,6 +570,21 @@ impl SlabJob {
     /// shape that of `shape` halved along the halved dimensions, rounded
     /// up). It needs nothing written, so a job can hand level 1 on before
     /// level 0 is stored. Checked as [`SlabJob::write_top`] is.
+    ///
+    /// ```
+    /// use retile_ngff::{ArrayOptions, SlabJob};
+    /// use retile_pyramid::Backend;
+    /// use retile_store::ZarrOptions;
+    /// let options = ArrayOptions { shape: vec![2, 8], tile: vec![1, 2], dtype: "u8".into(),
+    ///     pyramid: Some("mean".into()), levels: Some(3), ..Default::default() };
+    /// let store = ZarrOptions { path: std::env::temp_dir().join("retile-halve-top-doc"), ..Default::default() }; // nothing written
+    /// let job = SlabJob::new(options.resolve(Some(store), Backend::Cpu { threads: 1 })?)?;
+    /// let data = [0, 2, 4, 6, 8, 10, 12, 14]; // a 2 x 4 block of level 0
+    /// let level1 = job.halve_top(&[0, 0], &[2, 4], &data, Backend::Cpu { threads: 1 })?;
+    /// assert_eq!(level1, [1, 5, 9, 13]); // 2 x 2: each pair's mean
+    /// assert!(job.halve_top(&[0, 0], &[2, 4], &data[..6], Backend::Cpu { threads: 1 }).is_err());
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn halve_top(
         &self,
         origin: &[u64],
@@ -496,6 +650,25 @@ impl SlabJob {
     /// A task's stream of `planes` planes from `first_plane` on, for the
     /// task to append them to and finish (in pieces, where its input comes
     /// in pieces); checked as [`SlabJob::write_slab`] says.
+    ///
+    /// ```
+    /// use retile_ngff::{ArrayOptions, SlabJob};
+    /// use retile_pyramid::Backend;
+    /// # use retile_store::ZarrOptions;
+    /// let options = ArrayOptions { shape: vec![6, 4], tile: vec![2, 4], dtype: "u8".into(), ..Default::default() };
+    /// # let dir = std::env::temp_dir().join(format!("retile-open-slab-doc-{}", std::process::id()));
+    /// # let store = ZarrOptions { path: dir.join("a.zarr"), overwrite: true, ..Default::default() };
+    /// let job = SlabJob::new(options.resolve(Some(store), Backend::Cpu { threads: 1 })?)?;
+    /// let store = job.begin()?;
+    /// let mut stream = job.open_slab(4, 2, Backend::Cpu { threads: 1 })?;
+    /// stream.append(&[1; 4])?; // the task's input, a plane at a time
+    /// stream.append(&[2; 4])?;
+    /// assert_eq!(stream.finish()?.planes, 2);
+    /// assert!(dir.join("a.zarr/c/2/0").is_file());
+    /// # drop(store);
+    /// # std::fs::remove_dir_all(&dir).ok();
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn open_slab(
         &self,
         first_plane: u64,
@@ -510,6 +683,25 @@ impl SlabJob {
     /// every level of it, for the task to append the box's elements to (in
     /// pieces of whole planes, where its input comes in pieces) and finish;
     /// checked as [`SlabJob::write_block`] says.
+    ///
+    /// ```
+    /// use retile_ngff::{ArrayOptions, SlabJob};
+    /// use retile_pyramid::Backend;
+    /// # use retile_store::ZarrOptions;
+    /// let options = ArrayOptions { shape: vec![4, 6], tile: vec![2, 4], dtype: "u8".into(), ..Default::default() };
+    /// # let dir = std::env::temp_dir().join(format!("retile-open-block-doc-{}", std::process::id()));
+    /// # let store = ZarrOptions { path: dir.join("a.zarr"), overwrite: true, ..Default::default() };
+    /// let job = SlabJob::new(options.resolve(Some(store), Backend::Cpu { threads: 1 })?)?;
+    /// let store = job.begin()?;
+    /// let mut stream = job.open_block(&[2, 4], &[2, 2], Backend::Cpu { threads: 1 })?;
+    /// stream.append(&[9; 4])?;
+    /// stream.finish()?;
+    /// assert!(dir.join("a.zarr/c/1/1").is_file());
+    /// assert!(job.open_block(&[0, 2], &[2, 2], Backend::Cpu { threads: 1 }).is_err()); // not at a shard
+    /// # drop(store);
+    /// # std::fs::remove_dir_all(&dir).ok();
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn open_block(
         &self,
         origin: &[u64],
@@ -676,6 +868,23 @@ fn image_of(
 
 /// The store of a job, held by its caller: locked, every level's array
 /// made, nothing claimed until [`JobStore::finish`].
+///
+/// ```
+/// use retile_ngff::{ArrayOptions, SlabJob};
+/// use retile_pyramid::Backend;
+/// use retile_store::ZarrOptions;
+/// let options = ArrayOptions { shape: vec![4, 4], tile: vec![2, 4], dtype: "u8".into(), ..Default::default() };
+/// let dir = std::env::temp_dir().join(format!("retile-job-store-doc-{}", std::process::id()));
+/// let store = ZarrOptions { path: dir.join("a.zarr"), overwrite: true, ..Default::default() };
+/// let job = SlabJob::new(options.resolve(Some(store), Backend::Cpu { threads: 1 })?)?;
+/// let store = job.begin()?;
+/// job.write_slab(0, &[1; 16], Backend::Cpu { threads: 1 })?;
+/// drop(store); // dropped unfinished: nothing is claimed
+/// let meta: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("a.zarr/zarr.json"))?)?;
+/// assert_eq!(meta["shape"], serde_json::json!([0, 4]));
+/// # std::fs::remove_dir_all(&dir).ok();
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct JobStore {
     /// Each level's sink (writing only metadata) and its whole extent.
     levels: Vec<(ZarrSink, u64)>,
@@ -684,6 +893,23 @@ pub struct JobStore {
 impl JobStore {
     /// Claims every plane of every level, level 0 first, once every slab
     /// is written (the caller's last step); the store is unlocked after.
+    ///
+    /// ```
+    /// use retile_ngff::{ArrayOptions, SlabJob};
+    /// use retile_pyramid::Backend;
+    /// use retile_store::ZarrOptions;
+    /// let options = ArrayOptions { shape: vec![4, 4], tile: vec![2, 4], dtype: "u8".into(), ..Default::default() };
+    /// let dir = std::env::temp_dir().join(format!("retile-job-finish-doc-{}", std::process::id()));
+    /// let store = ZarrOptions { path: dir.join("a.zarr"), overwrite: true, ..Default::default() };
+    /// let job = SlabJob::new(options.resolve(Some(store), Backend::Cpu { threads: 1 })?)?;
+    /// let store = job.begin()?;
+    /// job.write_slab(0, &[1; 16], Backend::Cpu { threads: 1 })?;
+    /// store.finish()?;
+    /// let meta: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("a.zarr/zarr.json"))?)?;
+    /// assert_eq!(meta["shape"], serde_json::json!([4, 4])); // every plane claimed
+    /// # std::fs::remove_dir_all(&dir).ok();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn finish(mut self) -> Result<(), StreamError> {
         for (sink, planes) in &mut self.levels {
             sink.finish(*planes)?;

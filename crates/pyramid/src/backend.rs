@@ -4,6 +4,20 @@ use retile_plan::{Sink, StreamError, StreamPlan, StreamSpec, Summary};
 use retile_tiler::TileStream;
 
 /// Where a stream's tiles are cut.
+///
+/// ```
+/// use retile_plan::{DType, NullSink, StreamSpec};
+/// use retile_pyramid::{AnyStream, Backend};
+/// let spec = StreamSpec::new(DType::U8, vec![2, 2], vec![1, 2])?;
+/// let cpu = AnyStream::open(spec.clone(), &[0], Backend::Cpu { threads: 2 }, Box::new(NullSink))?;
+/// assert!(matches!(cpu, AnyStream::Cpu(_)));
+/// // without the `cuda` feature, the GPU backend says how to get it
+/// if !cfg!(feature = "cuda") {
+///     let err = AnyStream::open(spec, &[0], Backend::Cuda, Box::new(NullSink)).err().unwrap();
+///     assert!(err.to_string().contains("--features cuda"));
+/// }
+/// # Ok::<(), retile_plan::StreamError>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Backend {
     /// All cores (`threads` = 0) or that many threads.
@@ -36,6 +50,18 @@ pub enum AnyStream {
 
 impl AnyStream {
     /// Opens a stream of `spec` (padding with element `fill`) on `backend`, writing to `sink`.
+    ///
+    /// ```
+    /// use retile_plan::{DType, MemorySink, StreamSpec};
+    /// use retile_pyramid::{AnyStream, Backend};
+    /// let spec = StreamSpec::new(DType::U8, vec![1, 3], vec![1, 2])?;
+    /// let sink = MemorySink::new();
+    /// let mut s = AnyStream::open(spec, &[5], Backend::Cpu { threads: 1 }, Box::new(sink.clone()))?;
+    /// s.append(&[1, 2, 3])?;
+    /// s.finish()?;
+    /// assert_eq!(sink.tile(&[0, 1]), Some(vec![3, 5])); // padded with the fill
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn open(
         spec: StreamSpec,
         fill: &[u8],
@@ -76,6 +102,15 @@ impl AnyStream {
     }
 
     /// The plan the stream follows.
+    ///
+    /// ```
+    /// use retile_plan::{DType, NullSink, StreamSpec};
+    /// use retile_pyramid::{AnyStream, Backend};
+    /// let spec = StreamSpec::new(DType::U8, vec![4, 6], vec![2, 4])?;
+    /// let s = AnyStream::open(spec, &[0], Backend::Cpu { threads: 1 }, Box::new(NullSink))?;
+    /// assert_eq!(s.plan().tile_counts(), &[2, 2]);
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn plan(&self) -> &StreamPlan {
         match self {
             AnyStream::Cpu(s) => s.plan(),
@@ -85,6 +120,16 @@ impl AnyStream {
     }
 
     /// Input bytes taken so far.
+    ///
+    /// ```
+    /// use retile_plan::{DType, NullSink, StreamSpec};
+    /// use retile_pyramid::{AnyStream, Backend};
+    /// let spec = StreamSpec::new(DType::U16, vec![0, 4], vec![1, 4])?;
+    /// let mut s = AnyStream::open(spec, &[0, 0], Backend::Cpu { threads: 1 }, Box::new(NullSink))?;
+    /// s.append(&[0; 5])?;
+    /// assert_eq!(s.bytes_taken(), 5);
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn bytes_taken(&self) -> u64 {
         match self {
             AnyStream::Cpu(s) => s.bytes_taken(),
@@ -95,6 +140,19 @@ impl AnyStream {
 
     /// How many of `len` bytes [`AnyStream::append`] takes now: all of
     /// them, or what is left of a bounded stream; an error once finished.
+    ///
+    /// ```
+    /// use retile_plan::{DType, NullSink, StreamSpec};
+    /// use retile_pyramid::{AnyStream, Backend};
+    /// let spec = StreamSpec::new(DType::U8, vec![2, 4], vec![1, 4])?;
+    /// let mut s = AnyStream::open(spec, &[0], Backend::Cpu { threads: 1 }, Box::new(NullSink))?;
+    /// s.append(&[1; 6])?;
+    /// assert_eq!(s.accepts(100)?, 2); // two bytes of the 8 are left
+    /// s.append(&[1; 2])?;
+    /// s.finish()?;
+    /// assert!(s.accepts(1).is_err());
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn accepts(&self, len: usize) -> Result<usize, StreamError> {
         match self {
             AnyStream::Cpu(s) => s.accepts(len),
@@ -104,6 +162,15 @@ impl AnyStream {
     }
 
     /// Appends input; returns how many bytes were taken.
+    ///
+    /// ```
+    /// use retile_plan::{DType, NullSink, StreamSpec};
+    /// use retile_pyramid::{AnyStream, Backend};
+    /// let spec = StreamSpec::new(DType::U8, vec![1, 4], vec![1, 4])?;
+    /// let mut s = AnyStream::open(spec, &[0], Backend::Cpu { threads: 1 }, Box::new(NullSink))?;
+    /// assert_eq!(s.append(&[3; 10])?, 4); // a bounded stream takes its capacity
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn append(&mut self, data: &[u8]) -> Result<usize, StreamError> {
         match self {
             AnyStream::Cpu(s) => s.append(data),
@@ -113,6 +180,17 @@ impl AnyStream {
     }
 
     /// Flushes, finalises the sink, returns the summary.
+    ///
+    /// ```
+    /// use retile_plan::{DType, NullSink, StreamSpec};
+    /// use retile_pyramid::{AnyStream, Backend};
+    /// let spec = StreamSpec::new(DType::U8, vec![0, 2, 2], vec![2, 2, 2])?;
+    /// let mut s = AnyStream::open(spec, &[0], Backend::Cpu { threads: 1 }, Box::new(NullSink))?;
+    /// s.append(&[1; 12])?;
+    /// let summary = s.finish()?;
+    /// assert_eq!((summary.planes, summary.tiles, summary.bytes), (3, 2, 12));
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn finish(&mut self) -> Result<Summary, StreamError> {
         match self {
             AnyStream::Cpu(s) => s.finish(),

@@ -19,6 +19,16 @@ use crate::backend::{AnyStream, Backend};
 use crate::reorder::FrameReorder;
 
 /// Most levels a pyramid has.
+///
+/// ```
+/// use retile_plan::{DType, StreamSpec};
+/// use retile_pyramid::{PyramidOptions, MAX_LEVELS};
+/// let spec = StreamSpec::new(DType::U8, vec![0, 8, 8], vec![1, 2, 2])?;
+/// let pyramid = PyramidOptions { levels: Some(MAX_LEVELS + 1), ..Default::default() };
+/// let err = pyramid.level_specs(&spec).unwrap_err();
+/// assert!(err.to_string().contains("1 to 32 levels"));
+/// # Ok::<(), retile_plan::StreamError>(())
+/// ```
 pub const MAX_LEVELS: usize = 32;
 
 /// The pyramid a stream makes.
@@ -51,6 +61,17 @@ pub struct PyramidOptions {
 
 impl PyramidOptions {
     /// Which dimensions of `spec` each level halves.
+    ///
+    /// ```
+    /// use retile_plan::{DType, StreamSpec};
+    /// use retile_pyramid::PyramidOptions;
+    /// let spec = StreamSpec::new(DType::U8, vec![0, 8, 8], vec![1, 2, 2])?;
+    /// // by default every dimension but the first
+    /// assert_eq!(PyramidOptions::default().halved(&spec)?, [false, true, true]);
+    /// let wrong = PyramidOptions { downsample: Some(vec![true, true]), ..Default::default() };
+    /// assert!(wrong.halved(&spec).unwrap_err().to_string().contains("has 2 dimensions"));
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn halved(&self, spec: &StreamSpec) -> Result<Vec<bool>, StreamError> {
         let rank = spec.shape().len();
         let halve = match &self.downsample {
@@ -75,6 +96,16 @@ impl PyramidOptions {
     /// The stream of every level, level 0 first: the same element type,
     /// tile and first-dimension boundedness as `spec`, each halved extent
     /// `ceil(n / 2)` of its parent's.
+    ///
+    /// ```
+    /// use retile_plan::{DType, StreamSpec};
+    /// use retile_pyramid::PyramidOptions;
+    /// let spec = StreamSpec::new(DType::U8, vec![10, 5, 9], vec![4, 4, 4])?;
+    /// let pyramid = PyramidOptions { levels: Some(3), ..Default::default() };
+    /// let shapes: Vec<_> = pyramid.level_specs(&spec)?.iter().map(|s| s.shape().to_vec()).collect();
+    /// assert_eq!(shapes, [vec![10, 5, 9], vec![10, 3, 5], vec![10, 2, 3]]);
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn level_specs(&self, spec: &StreamSpec) -> Result<Vec<StreamSpec>, StreamError> {
         let halve = self.halved(spec)?;
         if !halve.contains(&true) && self.levels.is_none_or(|n| n > 1) {
@@ -271,6 +302,20 @@ fn check_indexable(
 impl MultiscaleStream {
     /// Opens the streams of every level of `pyramid` over `spec` on
     /// `backend`, level `k` writing to `sink(k, &its spec)`.
+    ///
+    /// ```
+    /// use retile_plan::{DType, NullSink, StreamSpec};
+    /// use retile_pyramid::{Backend, MultiscaleStream, PyramidOptions};
+    /// let spec = StreamSpec::new(DType::U8, vec![0, 16, 16], vec![1, 4, 4])?;
+    /// let mut shapes = Vec::new();
+    /// let stream = MultiscaleStream::new(spec, &[0], Backend::Cpu { threads: 1 }, &PyramidOptions::default(), |_, level| {
+    ///     shapes.push(level.shape().to_vec());
+    ///     Ok(Box::new(NullSink))
+    /// })?;
+    /// assert_eq!(shapes, [vec![0, 16, 16], vec![0, 8, 8], vec![0, 4, 4]]);
+    /// # drop(stream);
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn new(
         spec: StreamSpec,
         fill: &[u8],
@@ -360,16 +405,49 @@ impl MultiscaleStream {
     }
 
     /// The plan of level 0 (the stream itself).
+    ///
+    /// ```
+    /// use retile_plan::{DType, NullSink, StreamSpec};
+    /// use retile_pyramid::{Backend, MultiscaleStream};
+    /// let spec = StreamSpec::new(DType::U16, vec![0, 8, 8], vec![2, 4, 4])?;
+    /// let s = MultiscaleStream::single(spec, &[0, 0], Backend::Cpu { threads: 1 }, Box::new(NullSink))?;
+    /// assert_eq!(s.plan().spec().shape(), &[0, 8, 8]);
+    /// assert_eq!(s.plan().tile_bytes(), 64);
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn plan(&self) -> &StreamPlan {
         self.levels[0].stream.plan()
     }
 
     /// The plans of every level, level 0 first.
+    ///
+    /// ```
+    /// use retile_plan::{DType, NullSink, StreamSpec};
+    /// use retile_pyramid::{Backend, MultiscaleStream, PyramidOptions};
+    /// let spec = StreamSpec::new(DType::U8, vec![0, 8, 8], vec![1, 4, 4])?;
+    /// let s = MultiscaleStream::new(spec, &[0], Backend::Cpu { threads: 1 }, &PyramidOptions::default(), |_, _| {
+    ///     Ok(Box::new(NullSink))
+    /// })?;
+    /// let tiles: Vec<u64> = s.level_plans().iter().map(|p| p.m()).collect();
+    /// assert_eq!(tiles, [4, 1]); // tiles in an epoch of each level
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn level_plans(&self) -> Vec<&StreamPlan> {
         self.levels.iter().map(|l| l.stream.plan()).collect()
     }
 
     /// Input bytes taken so far.
+    ///
+    /// ```
+    /// use retile_plan::{DType, NullSink, StreamSpec};
+    /// use retile_pyramid::{Backend, MultiscaleStream};
+    /// let spec = StreamSpec::new(DType::U8, vec![2, 4], vec![1, 4])?;
+    /// let mut s = MultiscaleStream::single(spec, &[0], Backend::Cpu { threads: 1 }, Box::new(NullSink))?;
+    /// s.append(&[1; 5])?;
+    /// s.append(&[1; 5])?; // the bounded stream takes 3 of these
+    /// assert_eq!(s.bytes_taken(), 8);
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn bytes_taken(&self) -> u64 {
         self.levels[0].stream.bytes_taken()
     }
@@ -379,6 +457,19 @@ impl MultiscaleStream {
     /// returns; the levels below it receive theirs 2 MiB or more at a time
     /// (see [`Halver::holding_batches`]), and every one by
     /// [`MultiscaleStream::finish`].
+    ///
+    /// ```
+    /// use retile_plan::{DType, MemorySink, StreamSpec};
+    /// use retile_pyramid::{Backend, MultiscaleStream, PyramidOptions};
+    /// let spec = StreamSpec::new(DType::U8, vec![1, 2, 2], vec![1, 2, 2])?;
+    /// let sinks = [MemorySink::new(), MemorySink::new()];
+    /// let pyramid = PyramidOptions { levels: Some(2), ..Default::default() };
+    /// let mut s = MultiscaleStream::new(spec, &[0], Backend::Cpu { threads: 1 }, &pyramid, |k, _| Ok(Box::new(sinks[k].clone())))?;
+    /// assert_eq!(s.append(&[1, 3, 5, 7, 9])?, 4); // one plane fills the bounded stream
+    /// s.finish()?;
+    /// assert_eq!(sinks[1].assemble().unwrap(), [4]); // the mean of the plane
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn append(&mut self, data: &[u8]) -> Result<usize, StreamError> {
         if self.finished {
             return Err(StreamError::Finished);
@@ -535,6 +626,21 @@ impl MultiscaleStream {
     /// becomes its child's last plane), finalises every sink and returns
     /// level 0's summary with every level's in [`Summary::levels`]; the
     /// first error (level 0's first) after every level was finished.
+    ///
+    /// ```
+    /// use retile_halving::Method;
+    /// use retile_plan::{DType, MemorySink, StreamSpec};
+    /// use retile_pyramid::{Backend, MultiscaleStream, PyramidOptions};
+    /// let spec = StreamSpec::new(DType::U8, vec![0, 2], vec![1, 1])?;
+    /// let sinks = [MemorySink::new(), MemorySink::new()];
+    /// let pyramid = PyramidOptions { method: Method::Max, downsample: Some(vec![true, true]), levels: Some(2) };
+    /// let mut s = MultiscaleStream::new(spec, &[0], Backend::Cpu { threads: 1 }, &pyramid, |k, _| Ok(Box::new(sinks[k].clone())))?;
+    /// s.append(&[1, 2, 3, 4, 5, 6])?; // three planes: a pair and a lone one
+    /// let summary = s.finish()?;
+    /// assert_eq!(summary.levels[1].shape, vec![2, 1]);
+    /// assert_eq!(sinks[1].assemble().unwrap(), [4, 6]);
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn finish(&mut self) -> Result<Summary, StreamError> {
         if self.finished {
             return Err(StreamError::Finished);

@@ -34,6 +34,16 @@ pub struct FrameReorder {
 
 impl FrameReorder {
     /// The reorder of `spec`'s frames, or `None` when they arrive in stored order.
+    ///
+    /// ```
+    /// use retile_plan::{DType, StreamSpec};
+    /// use retile_pyramid::FrameReorder;
+    /// let stored = StreamSpec::new(DType::U8, vec![0, 2, 3], vec![1, 2, 3])?;
+    /// assert!(FrameReorder::new(&stored).is_none());
+    /// let permuted = stored.with_input_order(vec![0, 2, 1])?;
+    /// assert!(FrameReorder::new(&permuted).is_some());
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn new(spec: &StreamSpec) -> Option<FrameReorder> {
         if spec.in_stored_order() || !spec.epochs_in_input_order() {
             return None;
@@ -58,12 +68,34 @@ impl FrameReorder {
 
     /// Bytes a reorder of `spec` holds at most: an incomplete frame, and
     /// the stored planes of one push beyond the input it was given.
+    ///
+    /// ```
+    /// use retile_plan::{DType, StreamSpec};
+    /// use retile_pyramid::FrameReorder;
+    /// let stored = StreamSpec::new(DType::U16, vec![0, 4, 8], vec![1, 4, 8])?;
+    /// assert_eq!(FrameReorder::held_bytes_of(&stored), 0);
+    /// let permuted = stored.with_input_order(vec![0, 2, 1])?;
+    /// assert_eq!(FrameReorder::held_bytes_of(&permuted), 2 * 64); // two frames of 64 bytes
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn held_bytes_of(spec: &StreamSpec) -> u64 {
         FrameReorder::new(spec).map_or(0, |r| 2 * r.frame_bytes as u64)
     }
 
     /// The stored planes of the frames `data` completes (with the bytes
     /// held from before); the bytes of an incomplete frame are held.
+    ///
+    /// ```
+    /// use retile_plan::{DType, StreamSpec};
+    /// use retile_pyramid::FrameReorder;
+    /// // stored (y, x) = (2, 2), each frame arriving x-major: a transpose
+    /// let spec = StreamSpec::new(DType::U8, vec![0, 2, 2], vec![1, 2, 2])?.with_input_order(vec![0, 2, 1])?;
+    /// let mut reorder = FrameReorder::new(&spec).unwrap();
+    /// // one frame and a byte: the whole frame comes back, the byte is held
+    /// assert_eq!(reorder.push(&[1, 3, 2, 4, 5]), &[1, 2, 3, 4]);
+    /// assert_eq!(reorder.push(&[7, 6, 8]), &[5, 6, 7, 8]);
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn push(&mut self, mut data: &[u8]) -> &[u8] {
         self.out.clear();
         if !self.pending.is_empty() {

@@ -50,9 +50,49 @@ pub use source::ZarrSource;
 
 /// The slab read at a time when no memory limit is given: about this many
 /// bytes of whole source chunks (at least one chunk deep).
+///
+/// ```
+/// use retile_ngff::Output;
+/// use retile_pyramid::Backend;
+/// use retile_rechunk::{read_depth, Rechunk, ZarrSource, DEFAULT_SLAB_BYTES};
+/// // `path`: a u8 array of shape 6 x 4 in chunks 3 x 2 holding 0..24, written by retile (hidden)
+/// # use retile_store::ZarrOptions;
+/// # let dir = tempfile::tempdir()?;
+/// # let path = dir.path().join("a.zarr");
+/// # let spec = retile_plan::StreamSpec::new(retile_plan::DType::U8, vec![6, 4], vec![3, 2])?;
+/// # let out = Output { zarr: Some(ZarrOptions { path: path.clone(), ..Default::default() }), ..Default::default() };
+/// # let mut s = retile_ngff::open_output(spec, &[0], Backend::Cpu { threads: 1 }, &out)?;
+/// # s.append(&(0..24).collect::<Vec<u8>>())?;
+/// # s.finish()?;
+/// assert_eq!(DEFAULT_SLAB_BYTES, 256 << 20);
+/// let job = Rechunk { tile: vec![2, 4], output: Output::default(), backend: Backend::Cpu { threads: 1 }, memory: None };
+/// // no memory limit: 256 MiB of whole chunks (3 planes, 12 bytes) holds the whole array
+/// assert_eq!(read_depth(&ZarrSource::open(&path, &Default::default())?, &job)?, 6);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub const DEFAULT_SLAB_BYTES: u64 = 256 << 20;
 
 /// What a re-tiling writes, and with what.
+///
+/// ```
+/// use retile_ngff::Output;
+/// use retile_pyramid::Backend;
+/// use retile_rechunk::{read_depth, Rechunk, ZarrSource};
+/// // `path`: a u8 array of shape 6 x 4 in chunks 3 x 2 holding 0..24, written by retile (hidden)
+/// # use retile_store::ZarrOptions;
+/// # let dir = tempfile::tempdir()?;
+/// # let path = dir.path().join("a.zarr");
+/// # let spec = retile_plan::StreamSpec::new(retile_plan::DType::U8, vec![6, 4], vec![3, 2])?;
+/// # let out = Output { zarr: Some(ZarrOptions { path: path.clone(), ..Default::default() }), ..Default::default() };
+/// # let mut s = retile_ngff::open_output(spec, &[0], Backend::Cpu { threads: 1 }, &out)?;
+/// # s.append(&(0..24).collect::<Vec<u8>>())?;
+/// # s.finish()?;
+/// let source = ZarrSource::open(&path, &Default::default())?;
+/// let job = Rechunk { tile: vec![2, 4], output: Output::default(), backend: Backend::Cpu { threads: 1 }, memory: Some(64 << 20) };
+/// assert_eq!(job.tile.len(), source.shape().len());
+/// assert!(read_depth(&source, &job)? >= 3); // whole source chunks a slab
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone)]
 pub struct Rechunk {
     /// The new array's tile (chunk) shape.
@@ -71,6 +111,28 @@ pub struct Rechunk {
 /// each slab once it is taken; returns the new store's summary. A source
 /// that fails to read part-way ends the stream with what was written
 /// claimed, and its error returned.
+///
+/// ```
+/// use retile_ngff::Output;
+/// use retile_pyramid::Backend;
+/// use retile_rechunk::{rechunk, Rechunk, ZarrSource};
+/// use retile_store::ZarrOptions;
+/// // `path`: a u8 array of shape 6 x 4 in chunks 3 x 2 holding 0..24, written by retile (hidden)
+/// # let dir = tempfile::tempdir()?;
+/// # let path = dir.path().join("a.zarr");
+/// # let spec = retile_plan::StreamSpec::new(retile_plan::DType::U8, vec![6, 4], vec![3, 2])?;
+/// # let out = Output { zarr: Some(ZarrOptions { path: path.clone(), ..Default::default() }), ..Default::default() };
+/// # let mut s = retile_ngff::open_output(spec, &[0], Backend::Cpu { threads: 1 }, &out)?;
+/// # s.append(&(0..24).collect::<Vec<u8>>())?;
+/// # s.finish()?;
+/// let zarr = ZarrOptions { path: dir.path().join("b.zarr"), ..Default::default() };
+/// let job = Rechunk { tile: vec![6, 4], output: Output { zarr: Some(zarr), ..Default::default() }, backend: Backend::Cpu { threads: 1 }, memory: None };
+/// let mut read = 0;
+/// let summary = rechunk(&ZarrSource::open(&path, &Default::default())?, &job, |bytes| read += bytes)?;
+/// assert_eq!((summary.tiles, read), (1, 24));
+/// assert!(dir.path().join("b.zarr/zarr.json").is_file());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn rechunk(
     source: &ZarrSource,
     job: &Rechunk,
@@ -132,6 +194,31 @@ pub fn slab_job(source: &ZarrSource, job: &Rechunk) -> Result<SlabJob, RechunkEr
 /// (a slab [`SlabJob::slab_planes`] allows) re-tiled into `slabs`' store,
 /// read in slabs of whole source chunks within `job.memory` (the task's
 /// stream and two of them); returns the slab's summary.
+///
+/// ```
+/// use retile_ngff::Output;
+/// use retile_pyramid::Backend;
+/// use retile_rechunk::{rechunk_slab, slab_job, Rechunk, ZarrSource};
+/// use retile_store::ZarrOptions;
+/// // `path`: a u8 array of shape 6 x 4 in chunks 3 x 2 holding 0..24, written by retile (hidden)
+/// # let dir = tempfile::tempdir()?;
+/// # let path = dir.path().join("a.zarr");
+/// # let spec = retile_plan::StreamSpec::new(retile_plan::DType::U8, vec![6, 4], vec![3, 2])?;
+/// # let out = Output { zarr: Some(ZarrOptions { path: path.clone(), ..Default::default() }), ..Default::default() };
+/// # let mut s = retile_ngff::open_output(spec, &[0], Backend::Cpu { threads: 1 }, &out)?;
+/// # s.append(&(0..24).collect::<Vec<u8>>())?;
+/// # s.finish()?;
+/// let source = ZarrSource::open(&path, &Default::default())?;
+/// let zarr = ZarrOptions { path: dir.path().join("b.zarr"), ..Default::default() };
+/// let job = Rechunk { tile: vec![3, 4], output: Output { zarr: Some(zarr), ..Default::default() }, backend: Backend::Cpu { threads: 1 }, memory: None };
+/// let slabs = slab_job(&source, &job)?;
+/// let store = slabs.begin()?;
+/// let second = rechunk_slab(&source, &job, &slabs, 3..6, |_| {})?; // one task's slab
+/// assert_eq!(second.planes, 3);
+/// # rechunk_slab(&source, &job, &slabs, 0..3, |_| {})?;
+/// # store.finish()?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn rechunk_slab(
     source: &ZarrSource,
     job: &Rechunk,

@@ -54,6 +54,29 @@ impl ZarrSource {
     /// the environment, as a stream's output is); refused, with the
     /// reason, when it is not an array of one of retile's numeric element
     /// types of rank 1 or more.
+    ///
+    /// ```
+    /// use retile_rechunk::ZarrSource;
+    /// // `path`: a u16 array (t, y, x) of shape 4 x 2 x 3 in chunks 2 x 1 x 3,
+    /// // fill value 7, written by retile (hidden)
+    /// # use retile_ngff::Output;
+    /// # use retile_pyramid::Backend;
+    /// # use retile_store::ZarrOptions;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("a.zarr");
+    /// # let spec = retile_plan::StreamSpec::new(retile_plan::DType::U16, vec![4, 2, 3], vec![2, 1, 3])?;
+    /// # let names = Some(vec!["t".into(), "y".into(), "x".into()]);
+    /// # let zarr = ZarrOptions { path: path.clone(), dimension_names: names, ..Default::default() };
+    /// # let out = Output { zarr: Some(zarr), ..Default::default() };
+    /// # let mut s = retile_ngff::open_output(spec, &[7, 0], Backend::Cpu { threads: 1 }, &out)?;
+    /// # s.append(&(0..48).collect::<Vec<u8>>())?;
+    /// # s.finish()?;
+    /// let source = ZarrSource::open(&path, &Default::default())?;
+    /// assert_eq!(source.shape(), &[4, 2, 3]);
+    /// let err = ZarrSource::open(dir.path(), &Default::default()).unwrap_err();
+    /// assert!(err.to_string().contains("not a Zarr array"), "{err}");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn open(path: &Path, s3: &S3Options) -> Result<ZarrSource, RechunkError> {
         let name = path.display().to_string();
         let fail = |why: String| RechunkError::Source {
@@ -112,38 +135,186 @@ impl ZarrSource {
     }
 
     /// The array's shape.
+    ///
+    /// ```
+    /// use retile_rechunk::ZarrSource;
+    /// // `path`: a u16 array (t, y, x) of shape 4 x 2 x 3 in chunks 2 x 1 x 3,
+    /// // fill value 7, written by retile (hidden)
+    /// # use retile_ngff::Output;
+    /// # use retile_pyramid::Backend;
+    /// # use retile_store::ZarrOptions;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("a.zarr");
+    /// # let spec = retile_plan::StreamSpec::new(retile_plan::DType::U16, vec![4, 2, 3], vec![2, 1, 3])?;
+    /// # let names = Some(vec!["t".into(), "y".into(), "x".into()]);
+    /// # let zarr = ZarrOptions { path: path.clone(), dimension_names: names, ..Default::default() };
+    /// # let out = Output { zarr: Some(zarr), ..Default::default() };
+    /// # let mut s = retile_ngff::open_output(spec, &[7, 0], Backend::Cpu { threads: 1 }, &out)?;
+    /// # s.append(&(0..48).collect::<Vec<u8>>())?;
+    /// # s.finish()?;
+    /// let source = ZarrSource::open(&path, &Default::default())?;
+    /// assert_eq!(source.shape(), &[4, 2, 3]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn shape(&self) -> &[u64] {
         &self.shape
     }
 
     /// The array's element type.
+    ///
+    /// ```
+    /// use retile_rechunk::ZarrSource;
+    /// // `path`: a u16 array (t, y, x) of shape 4 x 2 x 3 in chunks 2 x 1 x 3,
+    /// // fill value 7, written by retile (hidden)
+    /// # use retile_ngff::Output;
+    /// # use retile_pyramid::Backend;
+    /// # use retile_store::ZarrOptions;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("a.zarr");
+    /// # let spec = retile_plan::StreamSpec::new(retile_plan::DType::U16, vec![4, 2, 3], vec![2, 1, 3])?;
+    /// # let names = Some(vec!["t".into(), "y".into(), "x".into()]);
+    /// # let zarr = ZarrOptions { path: path.clone(), dimension_names: names, ..Default::default() };
+    /// # let out = Output { zarr: Some(zarr), ..Default::default() };
+    /// # let mut s = retile_ngff::open_output(spec, &[7, 0], Backend::Cpu { threads: 1 }, &out)?;
+    /// # s.append(&(0..48).collect::<Vec<u8>>())?;
+    /// # s.finish()?;
+    /// let source = ZarrSource::open(&path, &Default::default())?;
+    /// assert_eq!(source.dtype(), retile_plan::DType::U16);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn dtype(&self) -> DType {
         self.dtype
     }
 
     /// The fill value's bytes (native byte order).
+    ///
+    /// ```
+    /// use retile_rechunk::ZarrSource;
+    /// // `path`: a u16 array (t, y, x) of shape 4 x 2 x 3 in chunks 2 x 1 x 3,
+    /// // fill value 7, written by retile (hidden)
+    /// # use retile_ngff::Output;
+    /// # use retile_pyramid::Backend;
+    /// # use retile_store::ZarrOptions;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("a.zarr");
+    /// # let spec = retile_plan::StreamSpec::new(retile_plan::DType::U16, vec![4, 2, 3], vec![2, 1, 3])?;
+    /// # let names = Some(vec!["t".into(), "y".into(), "x".into()]);
+    /// # let zarr = ZarrOptions { path: path.clone(), dimension_names: names, ..Default::default() };
+    /// # let out = Output { zarr: Some(zarr), ..Default::default() };
+    /// # let mut s = retile_ngff::open_output(spec, &[7, 0], Backend::Cpu { threads: 1 }, &out)?;
+    /// # s.append(&(0..48).collect::<Vec<u8>>())?;
+    /// # s.finish()?;
+    /// let source = ZarrSource::open(&path, &Default::default())?;
+    /// assert_eq!(source.fill(), [7, 0]); // 7 as a u16
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn fill(&self) -> Vec<u8> {
         self.fill.clone()
     }
 
     /// The dimension names the source gives, where it names every one.
+    ///
+    /// ```
+    /// use retile_rechunk::ZarrSource;
+    /// // `path`: a u16 array (t, y, x) of shape 4 x 2 x 3 in chunks 2 x 1 x 3,
+    /// // fill value 7, written by retile (hidden)
+    /// # use retile_ngff::Output;
+    /// # use retile_pyramid::Backend;
+    /// # use retile_store::ZarrOptions;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("a.zarr");
+    /// # let spec = retile_plan::StreamSpec::new(retile_plan::DType::U16, vec![4, 2, 3], vec![2, 1, 3])?;
+    /// # let names = Some(vec!["t".into(), "y".into(), "x".into()]);
+    /// # let zarr = ZarrOptions { path: path.clone(), dimension_names: names, ..Default::default() };
+    /// # let out = Output { zarr: Some(zarr), ..Default::default() };
+    /// # let mut s = retile_ngff::open_output(spec, &[7, 0], Backend::Cpu { threads: 1 }, &out)?;
+    /// # s.append(&(0..48).collect::<Vec<u8>>())?;
+    /// # s.finish()?;
+    /// let source = ZarrSource::open(&path, &Default::default())?;
+    /// assert_eq!(source.dimension_names(), Some(vec!["t".to_string(), "y".into(), "x".into()]));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn dimension_names(&self) -> Option<Vec<String>> {
         self.dimension_names.clone()
     }
 
     /// How deep (along the first dimension) the source's chunks (its
     /// shards, when sharded) are: a slab of whole chunks is a multiple of it.
+    ///
+    /// ```
+    /// use retile_rechunk::ZarrSource;
+    /// // `path`: a u16 array (t, y, x) of shape 4 x 2 x 3 in chunks 2 x 1 x 3,
+    /// // fill value 7, written by retile (hidden)
+    /// # use retile_ngff::Output;
+    /// # use retile_pyramid::Backend;
+    /// # use retile_store::ZarrOptions;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("a.zarr");
+    /// # let spec = retile_plan::StreamSpec::new(retile_plan::DType::U16, vec![4, 2, 3], vec![2, 1, 3])?;
+    /// # let names = Some(vec!["t".into(), "y".into(), "x".into()]);
+    /// # let zarr = ZarrOptions { path: path.clone(), dimension_names: names, ..Default::default() };
+    /// # let out = Output { zarr: Some(zarr), ..Default::default() };
+    /// # let mut s = retile_ngff::open_output(spec, &[7, 0], Backend::Cpu { threads: 1 }, &out)?;
+    /// # s.append(&(0..48).collect::<Vec<u8>>())?;
+    /// # s.finish()?;
+    /// let source = ZarrSource::open(&path, &Default::default())?;
+    /// assert_eq!(source.chunk_depth(), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn chunk_depth(&self) -> u64 {
         self.chunk_depth
     }
 
     /// The bytes of one plane (all dimensions but the first).
+    ///
+    /// ```
+    /// use retile_rechunk::ZarrSource;
+    /// // `path`: a u16 array (t, y, x) of shape 4 x 2 x 3 in chunks 2 x 1 x 3,
+    /// // fill value 7, written by retile (hidden)
+    /// # use retile_ngff::Output;
+    /// # use retile_pyramid::Backend;
+    /// # use retile_store::ZarrOptions;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("a.zarr");
+    /// # let spec = retile_plan::StreamSpec::new(retile_plan::DType::U16, vec![4, 2, 3], vec![2, 1, 3])?;
+    /// # let names = Some(vec!["t".into(), "y".into(), "x".into()]);
+    /// # let zarr = ZarrOptions { path: path.clone(), dimension_names: names, ..Default::default() };
+    /// # let out = Output { zarr: Some(zarr), ..Default::default() };
+    /// # let mut s = retile_ngff::open_output(spec, &[7, 0], Backend::Cpu { threads: 1 }, &out)?;
+    /// # s.append(&(0..48).collect::<Vec<u8>>())?;
+    /// # s.finish()?;
+    /// let source = ZarrSource::open(&path, &Default::default())?;
+    /// assert_eq!(source.plane_bytes(), 12); // 2 x 3 elements of 2 bytes
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn plane_bytes(&self) -> u64 {
         self.shape[1..].iter().product::<u64>() * self.dtype.size() as u64
     }
 
     /// The elements of `planes` along the first dimension, every other
     /// dimension whole, in C order and native byte order.
+    ///
+    /// ```
+    /// use retile_rechunk::ZarrSource;
+    /// // `path`: a u16 array (t, y, x) of shape 4 x 2 x 3 in chunks 2 x 1 x 3,
+    /// // fill value 7, written by retile (hidden)
+    /// # use retile_ngff::Output;
+    /// # use retile_pyramid::Backend;
+    /// # use retile_store::ZarrOptions;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("a.zarr");
+    /// # let spec = retile_plan::StreamSpec::new(retile_plan::DType::U16, vec![4, 2, 3], vec![2, 1, 3])?;
+    /// # let names = Some(vec!["t".into(), "y".into(), "x".into()]);
+    /// # let zarr = ZarrOptions { path: path.clone(), dimension_names: names, ..Default::default() };
+    /// # let out = Output { zarr: Some(zarr), ..Default::default() };
+    /// # let mut s = retile_ngff::open_output(spec, &[7, 0], Backend::Cpu { threads: 1 }, &out)?;
+    /// # s.append(&(0..48).collect::<Vec<u8>>())?;
+    /// # s.finish()?;
+    /// let source = ZarrSource::open(&path, &Default::default())?;
+    /// assert_eq!(source.read(1..3)?, (12..36).collect::<Vec<u8>>());
+    /// assert!(source.read(3..5).is_err()); // past the last plane
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn read(&self, planes: Range<u64>) -> Result<Vec<u8>, RechunkError> {
         let mut ranges = vec![planes];
         ranges.extend(self.shape[1..].iter().map(|&n| 0..n));

@@ -17,6 +17,13 @@ use crate::state::{Filler, StreamState};
 mod slabs;
 
 /// Most threads a stream tiles with.
+///
+/// ```
+/// use retile_tiler::{thread_pool, MAX_THREADS};
+/// assert_eq!(MAX_THREADS, 256);
+/// let err = thread_pool(MAX_THREADS + 1).unwrap_err();
+/// assert!(err.to_string().contains("to 256 threads"));
+/// ```
 pub const MAX_THREADS: usize = 256;
 
 /// Appends at least this large are scattered by all threads.
@@ -108,6 +115,18 @@ fn epoch_buffer(plan: &StreamPlan, fill: &[u8]) -> Result<EpochBuffer, StreamErr
 /// `append` takes bytes of any length, split anywhere (even inside an
 /// element); `finish` flushes the last, partial epoch, finalises the sink and
 /// returns a [`Summary`]. A bounded stream takes exactly its capacity.
+///
+/// ```
+/// use retile_plan::{DType, MemorySink, StreamSpec};
+/// use retile_tiler::TileStream;
+/// let spec = StreamSpec::new(DType::U8, vec![0, 2, 2], vec![1, 1, 2])?;
+/// let sink = MemorySink::new();
+/// let mut stream = TileStream::new(spec, &[0], 1, Box::new(sink.clone()))?;
+/// stream.append(&[1, 2, 3, 4])?; // one plane: two tiles of one row each
+/// assert_eq!(stream.finish()?.tiles, 2);
+/// assert_eq!(sink.tile(&[0, 1, 0]), Some(vec![3, 4]));
+/// # Ok::<(), retile_plan::StreamError>(())
+/// ```
 pub struct TileStream {
     state: StreamState<EpochBuffer>,
     scatter: Scatter,
@@ -150,6 +169,19 @@ impl Scatter {
 impl TileStream {
     /// A stream of `spec` filled with `fill` (the bytes of one element) where
     /// tiles are padded, using `threads` threads (0 = all cores), writing to `sink`.
+    ///
+    /// ```
+    /// use retile_plan::{DType, MemorySink, StreamSpec};
+    /// use retile_tiler::TileStream;
+    /// let spec = StreamSpec::new(DType::U8, vec![1, 3], vec![1, 2])?;
+    /// let sink = MemorySink::new();
+    /// let mut stream = TileStream::new(spec, &[9], 0, Box::new(sink.clone()))?;
+    /// stream.append(&[1, 2, 3])?;
+    /// stream.finish()?;
+    /// // the second tile is padded with the fill value
+    /// assert_eq!(sink.tile(&[0, 1]), Some(vec![3, 9]));
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn new(
         spec: StreamSpec,
         fill: &[u8],
@@ -200,11 +232,32 @@ impl TileStream {
     }
 
     /// The plan the stream follows.
+    ///
+    /// ```
+    /// use retile_plan::{DType, NullSink, StreamSpec};
+    /// use retile_tiler::TileStream;
+    /// let spec = StreamSpec::new(DType::U16, vec![4, 4, 6], vec![2, 2, 3])?;
+    /// let stream = TileStream::new(spec, &[0, 0], 1, Box::new(NullSink))?;
+    /// assert_eq!(stream.plan().tile_counts(), &[2, 2, 2]);
+    /// assert_eq!(stream.plan().tile_bytes(), 24);
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn plan(&self) -> &StreamPlan {
         &self.state.plan
     }
 
     /// Input bytes taken so far.
+    ///
+    /// ```
+    /// use retile_plan::{DType, NullSink, StreamSpec};
+    /// use retile_tiler::TileStream;
+    /// let spec = StreamSpec::new(DType::U8, vec![2, 4], vec![1, 4])?;
+    /// let mut stream = TileStream::new(spec, &[0], 1, Box::new(NullSink))?;
+    /// stream.append(&[0; 3])?;
+    /// stream.append(&[0; 10])?; // a bounded stream takes 5 more
+    /// assert_eq!(stream.bytes_taken(), 8);
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn bytes_taken(&self) -> u64 {
         self.state.taken
     }
@@ -233,6 +286,20 @@ impl TileStream {
     /// Appends input; returns how many bytes were taken (fewer than given only
     /// when a bounded stream is full). An error means data may be lost: the
     /// sink failed, and the stream cannot go on.
+    ///
+    /// ```
+    /// use retile_plan::{DType, MemorySink, StreamSpec};
+    /// use retile_tiler::TileStream;
+    /// let spec = StreamSpec::new(DType::U16, vec![0, 2], vec![1, 2])?;
+    /// let sink = MemorySink::new();
+    /// let mut stream = TileStream::new(spec, &[0, 0], 1, Box::new(sink.clone()))?;
+    /// // split inside an element: the bytes are joined all the same
+    /// assert_eq!(stream.append(&[1, 0, 2])?, 3);
+    /// assert_eq!(stream.append(&[0])?, 1);
+    /// stream.finish()?;
+    /// assert_eq!(sink.tile(&[0, 0]), Some(vec![1, 0, 2, 0]));
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn append(&mut self, data: &[u8]) -> Result<usize, StreamError> {
         let take = self.state.accepted(data.len())?;
         let src = &data[..take];
@@ -306,6 +373,18 @@ impl TileStream {
     /// Flushes the last epoch, finalises the sink and returns the summary.
     /// Input that ended inside a plane, or a bounded stream that ended
     /// early, is an error reported after every complete plane was written.
+    ///
+    /// ```
+    /// use retile_plan::{DType, NullSink, StreamError, StreamSpec};
+    /// use retile_tiler::TileStream;
+    /// let spec = StreamSpec::new(DType::U8, vec![0, 4], vec![1, 4])?;
+    /// let mut stream = TileStream::new(spec, &[0], 1, Box::new(NullSink))?;
+    /// stream.append(&[7; 10])?; // two planes and half of a third
+    /// let err = stream.finish().unwrap_err();
+    /// assert!(matches!(err, StreamError::PartialPlane { planes: 2, bytes: 2 }));
+    /// assert!(matches!(stream.finish(), Err(StreamError::Finished)));
+    /// # Ok::<(), retile_plan::StreamError>(())
+    /// ```
     pub fn finish(&mut self) -> Result<Summary, StreamError> {
         if self.state.finished() {
             return Err(StreamError::Finished);
