@@ -246,9 +246,8 @@ fn power_of_two(n: i32) -> f64 {
 /// every CPU). NaN becomes the positive quiet NaN, as a mean of any float
 /// type does; the GPU's halving kernel rounds with the same steps.
 ///
-/// ```ignore
-/// assert_eq!(narrow(512.25 + 2f64.powi(-26), 10, 5), 0x6001); // 512.5, not 512
-/// ```
+/// For example, `narrow(512.25 + 2^-26, 10, 5)` is `0x6001`: 512.5, not
+/// 512 (the unit tests assert it and the rest of f16 and bf16).
 pub(crate) fn narrow(v: f64, mantissa: i32, exponent: i32) -> u16 {
     let sign = ((v.to_bits() >> 63) as u16) << 15;
     let bias = (1 << (exponent - 1)) - 1;
@@ -290,6 +289,13 @@ pub struct Halving {
 impl Halving {
     /// Halving the plane `parent` (extents of every dimension but the
     /// first) along the dimensions where `halve` is set.
+    ///
+    /// ```
+    /// use retile_halving::Halving;
+    /// // only the last dimension halves: odd extents round up
+    /// let h = Halving::new(&[3, 7], &[false, true]);
+    /// assert_eq!(h.child(), &[3, 4]);
+    /// ```
     pub fn new(parent: &[u64], halve: &[bool]) -> Halving {
         let child = parent
             .iter()
@@ -308,26 +314,54 @@ impl Halving {
     }
 
     /// The parent's plane extents.
+    ///
+    /// ```
+    /// let h = retile_halving::Halving::new(&[5, 8], &[true, false]);
+    /// assert_eq!(h.parent(), &[5, 8]);
+    /// assert_eq!(h.child(), &[3, 8]);
+    /// ```
     pub fn parent(&self) -> &[u64] {
         &self.parent
     }
 
     /// The child's plane extents.
+    ///
+    /// ```
+    /// let h = retile_halving::Halving::new(&[1, 9, 10], &[true, true, true]);
+    /// // an extent of 1 stays 1: its block is one element long
+    /// assert_eq!(h.child(), &[1, 5, 5]);
+    /// ```
     pub fn child(&self) -> &[u64] {
         &self.child
     }
 
     /// Which plane dimensions are halved.
+    ///
+    /// ```
+    /// let h = retile_halving::Halving::new(&[4, 4], &[false, true]);
+    /// assert_eq!(h.halves(), &[false, true]);
+    /// assert_eq!(h.child(), &[4, 2]);
+    /// ```
     pub fn halves(&self) -> &[bool] {
         &self.halve
     }
 
     /// Elements in one parent plane.
+    ///
+    /// ```
+    /// let h = retile_halving::Halving::new(&[3, 5], &[true, true]);
+    /// assert_eq!(h.parent_elements(), 15);
+    /// ```
     pub fn parent_elements(&self) -> usize {
         self.parent.iter().product::<u64>() as usize
     }
 
     /// Elements in one child plane.
+    ///
+    /// ```
+    /// let h = retile_halving::Halving::new(&[3, 5], &[true, true]);
+    /// assert_eq!(h.child_elements(), 6); // 2 x 3
+    /// ```
     pub fn child_elements(&self) -> usize {
         self.child.iter().product::<u64>() as usize
     }
