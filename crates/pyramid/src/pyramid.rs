@@ -270,6 +270,11 @@ pub struct MultiscaleStream {
 /// goes through the tiler in pieces of bounded memory.
 const SKIP_PIECE_BYTES: u64 = 4 << 20;
 
+/// Epochs of fill a skip appends at once, at most: where tiles are small,
+/// an epoch's fixed cost (its claim) and not its bytes takes the time, and
+/// [`MultiscaleStream::skip_while`] asks its question at least this often.
+const SKIP_PIECE_EPOCHS: u64 = 64;
+
 /// The most elements an array may hold: Zarr readers (numpy, zarr-python,
 /// tensorstore) index elements and bytes with signed 64-bit integers.
 const MAX_ELEMENTS: u64 = i64::MAX as u64;
@@ -558,7 +563,7 @@ impl MultiscaleStream {
     }
 
     /// [`MultiscaleStream::skip`] that asks `go_on` before each piece of
-    /// at most 4 MiB of fill and stops, adding no more, when it answers
+    /// at most 4 MiB and 64 epochs of fill, and stops, adding no more, when it answers
     /// false (a caller's interrupt); returns the planes added, each counted
     /// in the summary's `skipped_planes` as a whole skip's are. The
     /// refusals are decided before any plane is added.
@@ -608,7 +613,9 @@ impl MultiscaleStream {
             )));
         }
         check_indexable(whole, planes, spec.plane_elements()?, plane_bytes)?;
-        let per_piece = (SKIP_PIECE_BYTES / plane_bytes).max(1);
+        let per_piece = (SKIP_PIECE_BYTES / plane_bytes)
+            .min(SKIP_PIECE_EPOCHS.saturating_mul(spec.tile()[0]))
+            .max(1);
         let piece = self
             .fill
             .repeat((per_piece.min(planes) * plane_bytes / self.fill.len() as u64) as usize);

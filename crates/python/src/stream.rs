@@ -719,8 +719,8 @@ impl Stream {
     /// elements or bytes (what Zarr readers can index). A skip costs no
     /// disk, but takes time in proportion to its planes (the fill goes
     /// through the stream, at its speed); Ctrl-C (any exception a signal
-    /// handler raises) stops it within 4 MiB of fill, and the planes added
-    /// until then stay, counted in ``skipped_planes``.
+    /// handler raises) stops it within 4 MiB or 64 epochs of fill, and the
+    /// planes added until then stay, counted in ``skipped_planes``.
     ///
     /// Example::
     ///
