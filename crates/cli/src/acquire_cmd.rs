@@ -152,6 +152,7 @@ pub fn stream(
             cancel: second_interrupt(),
             ..store
         },
+        direct_io_min_chunk: crate::settings::direct_io_min_chunk()?,
         ..Default::default()
     })?;
     say(format_args!("{}", acquisition.budget()))?;

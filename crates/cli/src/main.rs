@@ -12,6 +12,7 @@ mod input;
 mod plan_draw;
 mod print;
 mod rechunk_cmd;
+mod settings;
 mod signals;
 mod stream_cmd;
 

@@ -63,6 +63,7 @@ pub fn run(args: &RechunkArgs) -> Result<ExitCode, CliError> {
                 shard: args.shard.as_ref().map(|d| d.0.clone()),
                 overwrite: args.overwrite,
                 s3,
+                direct_io_min_chunk: crate::settings::direct_io_min_chunk()?,
                 ..Default::default()
             }),
             ngff: None,

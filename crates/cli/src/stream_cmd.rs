@@ -278,7 +278,8 @@ pub struct StreamArgs {
     #[arg(long, help_heading = heading::OME_ZARR, value_delimiter = ',')]
     scale: Option<Vec<f64>>,
     /// Write chunks through the page cache instead of with direct I/O
-    /// (direct I/O is used wherever the output's file system takes it).
+    /// (direct I/O is used for chunks of 64 KiB or more wherever the
+    /// output's file system takes it).
     #[arg(long, help_heading = heading::PERFORMANCE)]
     buffered_io: bool,
     /// Writer threads: tiles encoded and written at once (1 to 256;
@@ -545,6 +546,7 @@ fn output(args: &StreamArgs, rank: usize) -> Result<Output, CliError> {
         shard: args.shard.as_ref().map(|d| d.0.clone()),
         dimension_names: args.dim_names.clone().filter(|_| !ngff),
         buffered_io: args.buffered_io,
+        direct_io_min_chunk: crate::settings::direct_io_min_chunk()?,
         writers: args.writers,
         overwrite: args.overwrite,
         sync: args.sync.unwrap_or_default(),
@@ -752,6 +754,7 @@ fn append(args: &StreamArgs, input: Option<&str>) -> Result<ExitCode, CliError> 
             cancel: second_interrupt(),
             ..Default::default()
         },
+        direct_io_min_chunk: crate::settings::direct_io_min_chunk()?,
         ..Default::default()
     };
     let continuation = Continuation::open(path, &described(args)?, store, backend)?;

@@ -44,9 +44,19 @@ fn shim() -> &'static Path {
 
 /// `retile stream` of `planes` synthetic u16 planes of 16x16 into `path`
 /// with `extra` arguments, with `call` failing on the files whose path
-/// holds `part`.
+/// holds `part`; its chunks (1 KiB) are written with direct I/O.
 fn stream_failing(call: &str, part: &str, path: &Path, planes: u64, extra: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_retile"))
+    failing(call, part, path, planes, extra)
+        .env("RETILE_DIRECT_IO_MIN_CHUNK", "0")
+        .output()
+        .unwrap()
+}
+
+/// The command of [`stream_failing`], its chunks written as the CLI
+/// chooses (through the page cache: they are smaller than 64 KiB).
+fn failing(call: &str, part: &str, path: &Path, planes: u64, extra: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_retile"));
+    command
         .args([
             "stream", "--shape", "0,16,16", "--tile", "4,8,16", "--dtype", "u16",
         ])
@@ -56,9 +66,8 @@ fn stream_failing(call: &str, part: &str, path: &Path, planes: u64, extra: &[&st
         .env("LD_PRELOAD", shim())
         .env("RETILE_FAIL", call)
         .env("RETILE_FAIL_PATH", part)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
+        .stdin(Stdio::null());
+    command
 }
 
 /// Fails unless the stream failed cleanly after the shim injected at least
@@ -154,4 +163,37 @@ fn without_a_fault_the_shim_changes_nothing() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(planes_holding_the_pattern(&path, "/", PLANE), 42);
+}
+
+#[test]
+fn chunks_under_64_kib_go_through_the_page_cache_unless_direct_io_is_asked_for() {
+    // only direct I/O cuts a file to length (its last block was padded):
+    // a failing ftruncate fails the stream that writes 1 KiB chunks with
+    // direct I/O, and not the one the CLI lets write them through the page cache
+    let dir = on_disk();
+    let path = dir.path().join("out.zarr");
+    let out = failing("ftruncate", "/out.zarr/c/", &path, 42, &[])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        !err.contains("fail_io: "),
+        "a file was cut to length: {err}"
+    );
+    assert_eq!(planes_holding_the_pattern(&path, "/", PLANE), 42);
+    let out = stream_failing("ftruncate", "/out.zarr/c/", &path, 42, &["--overwrite"]);
+    failed_cleanly(&out, &path, "chunk c/", 42);
+    for bad in ["64K", "-1", ""] {
+        let out = failing("close", "/no-such-part/", &path, 1, &["--overwrite"])
+            .env("RETILE_DIRECT_IO_MIN_CHUNK", bad)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{bad:?}: {err}");
+        assert!(
+            err.contains("RETILE_DIRECT_IO_MIN_CHUNK is") && err.contains("number of bytes"),
+            "{err}"
+        );
+    }
 }

@@ -179,6 +179,22 @@ impl Dest {
         }
     }
 
+    /// This store, its files written through the page cache where chunks
+    /// of `chunk_bytes` (uncompressed) are smaller than `min_direct` (by
+    /// default [`DIRECT_IO_MIN_CHUNK`]): a direct write waits for the disk,
+    /// and one per small chunk is slower than the page cache gathering
+    /// them.
+    pub fn for_chunks_of(self, chunk_bytes: u64, min_direct: u64) -> Dest {
+        match self {
+            Dest::Local { root, direct, held } => Dest::Local {
+                root,
+                direct: direct && chunk_bytes >= min_direct,
+                held,
+            },
+            object => object,
+        }
+    }
+
     /// A new, empty file or object at `key`, of about `expected` bytes
     /// (created at its first append or its close); an object keeps at most
     /// `parts_in_flight` parts uploading at once.
@@ -589,4 +605,53 @@ fn path_of_bytes(bytes: Vec<u8>) -> PathBuf {
 #[cfg(not(unix))]
 fn path_of_bytes(bytes: Vec<u8>) -> PathBuf {
     PathBuf::from(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::files::DIRECT_IO_MIN_CHUNK;
+
+    /// Whether `dest` writes its chunk files with direct I/O.
+    fn direct(dest: &Dest) -> bool {
+        matches!(dest, Dest::Local { direct: true, .. })
+    }
+
+    #[test]
+    fn chunks_smaller_than_the_direct_io_minimum_go_through_the_page_cache() {
+        let dir = tempfile::tempdir().unwrap();
+        let options = ZarrOptions {
+            path: dir.path().join("a.zarr"),
+            ..Default::default()
+        };
+        let Dest::Local { root, held, .. } = Dest::prepare(&options.path, &options).unwrap() else {
+            panic!("a local path is a local store")
+        };
+        // as on a file system that takes O_DIRECT (tmpfs does not)
+        let taking = || Dest::Local {
+            root: root.clone(),
+            direct: true,
+            held: held.clone(),
+        };
+        assert!(!direct(
+            &taking().for_chunks_of(DIRECT_IO_MIN_CHUNK - 1, DIRECT_IO_MIN_CHUNK)
+        ));
+        assert!(!direct(
+            &taking().for_chunks_of(8 << 10, DIRECT_IO_MIN_CHUNK)
+        ));
+        assert!(direct(
+            &taking().for_chunks_of(DIRECT_IO_MIN_CHUNK, DIRECT_IO_MIN_CHUNK)
+        ));
+        assert!(direct(
+            &taking().for_chunks_of(8 << 20, DIRECT_IO_MIN_CHUNK)
+        ));
+        assert!(direct(&taking().for_chunks_of(1, 0))); // every chunk, asked for
+                                                        // a store written through the page cache stays so, whatever its chunks
+        let buffered = Dest::Local {
+            root: root.clone(),
+            direct: false,
+            held: held.clone(),
+        };
+        assert!(!direct(&buffered.for_chunks_of(8 << 20, 0)));
+    }
 }

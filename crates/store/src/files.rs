@@ -20,6 +20,17 @@ use retile_plan::EpochBuffer;
 
 /// The unit of direct I/O: offsets, lengths and addresses are multiples of it.
 pub(crate) const BLOCK: usize = 4096;
+/// The smallest chunk (uncompressed bytes) written with direct I/O unless
+/// [`crate::ZarrOptions::direct_io_min_chunk`] says otherwise: a store of
+/// smaller chunks writes through the page cache, which gathers their
+/// writes; on the device host's disk 8 to 32 KiB chunks went 1.5-2.7x
+/// faster that way, and 128 KiB ones 0.9-1.0x (BENCHMARKS, the
+/// seventeenth session).
+///
+/// ```
+/// assert_eq!(retile_store::DIRECT_IO_MIN_CHUNK, 65536);
+/// ```
+pub const DIRECT_IO_MIN_CHUNK: u64 = 64 << 10;
 /// Bytes staged per writer thread before they are written.
 pub(crate) const STAGE_BYTES: usize = 4 << 20;
 

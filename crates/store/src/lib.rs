@@ -58,6 +58,7 @@ mod zarr;
 pub use chain::{ChainLink, ClaimChain};
 pub use codec::{BloscKind, Codec, Shuffle};
 pub use dest::{StorePath, MAX_PREFIX_BYTES};
+pub use files::DIRECT_IO_MIN_CHUNK;
 pub use group::Group;
 pub use object::{s3_client, S3Options, S3Traffic, IN_FLIGHT_PARTS, PART_BYTES, ROWS_COMPLETING};
 pub use options::{Resume, SyncPolicy, ZarrOptions, MAX_WRITERS};

@@ -52,11 +52,26 @@ pub struct ZarrOptions {
     pub shard: Option<Vec<u64>>,
     /// Names of the dimensions, slowest first.
     pub dimension_names: Option<Vec<String>>,
-    /// Write chunks through the page cache. By default they are written
-    /// with direct I/O (`O_DIRECT`) wherever the store's file system takes
-    /// it: the page cache's fresh pages cost more than the disk's
-    /// bandwidth on many machines, and a recording is not read back soon.
+    /// Write chunks through the page cache. By default chunks of at least
+    /// 64 KiB are written with direct I/O (`O_DIRECT`) wherever the store's
+    /// file system takes it: the page cache's fresh pages cost more than
+    /// the disk's bandwidth on many machines, and a recording is not read
+    /// back soon. Smaller chunks go through the page cache, which gathers
+    /// their writes (see `direct_io_min_chunk`).
     pub buffered_io: bool,
+    /// The smallest chunk, in uncompressed bytes, written with direct I/O
+    /// (where `buffered_io` is false and the file system takes it): `None`
+    /// for [`DIRECT_IO_MIN_CHUNK`](crate::DIRECT_IO_MIN_CHUNK) (64 KiB); `Some(0)` writes every chunk
+    /// with direct I/O, however small. The CLI takes it from the
+    /// environment variable `RETILE_DIRECT_IO_MIN_CHUNK`.
+    ///
+    /// ```
+    /// use retile_store::{ZarrOptions, DIRECT_IO_MIN_CHUNK};
+    /// let options = ZarrOptions { direct_io_min_chunk: Some(0), ..Default::default() };
+    /// assert_eq!(options.direct_io_min_chunk.unwrap_or(DIRECT_IO_MIN_CHUNK), 0);
+    /// assert_eq!(ZarrOptions::default().direct_io_min_chunk, None); // 64 KiB
+    /// ```
+    pub direct_io_min_chunk: Option<u64>,
     /// Writer threads: how many tiles are encoded and written at once (1 to
     /// [`MAX_WRITERS`]); `None` = one per core with compression
     /// (compression keeps each writer on a core), one per core but at least

@@ -22,6 +22,7 @@ use crate::chain::{ChainLink, Claim, Claiming};
 use crate::codec::{Codec, Encoder};
 use crate::dest::{is_object_store, Dest};
 use crate::error::store_error;
+use crate::files::DIRECT_IO_MIN_CHUNK;
 use crate::group::Group;
 use crate::object::{IN_FLIGHT_PARTS, PART_BYTES};
 use crate::options::{SyncPolicy, ZarrOptions, MAX_WRITERS};
@@ -511,6 +512,8 @@ impl ZarrSink {
         dest: Dest,
         (grid, writer_count): (ShardGrid, usize),
     ) -> Result<(), StreamError> {
+        let min_direct = self.options.direct_io_min_chunk;
+        let dest = dest.for_chunks_of(plan.tile_bytes(), min_direct.unwrap_or(DIRECT_IO_MIN_CHUNK));
         let encoder = Encoder::new(self.options.codec, plan.spec().dtype().size())?;
         let mut array = self.build_array(plan, fill, &grid, &encoder)?;
         let pool = writer_pool(writer_count)

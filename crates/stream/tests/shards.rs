@@ -123,6 +123,8 @@ proptest! {
             codec: codec(codec_name),
             shard: Some(shard.clone()),
             buffered_io: !direct,
+            // these chunks are tiny: direct I/O only when asked for
+            direct_io_min_chunk: Some(0),
             writers: Some(3),
             ..Default::default()
         };
