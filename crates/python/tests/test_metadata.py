@@ -337,6 +337,9 @@ def test_a_long_skip_stops_at_ctrl_c_and_keeps_the_planes_it_added(tmp_path, pla
         import json, os, signal, threading
         import numpy as np
         import retile
+        # Python keeps SIGINT ignored where it started so (a job run in the
+        # background by a shell): Ctrl-C as a terminal would deliver it
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         s = retile.Stream({str(out)!r}, shape=(0, *{plane!r}), tile={tile!r}, dtype="u16", fill=9)
         s.append(np.ones({plane!r} or (1,), np.uint16))
         threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
